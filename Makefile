@@ -1,0 +1,38 @@
+# folio: `make run` sets up and starts the service with the folder watcher; `make test` sets up and runs the tests.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+DATA_DIR ?= ./data
+INBOX ?= ./inbox
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: run test lint bench setup
+
+$(VENV)/.setup-done: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# torch first: 2.13.0 is the CPU wheel here; a bare `torch` would pull several GB of CUDA packages
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev,eval]'
+	touch $@
+
+setup: $(VENV)/.setup-done
+
+run: setup
+	mkdir -p $(INBOX)
+	$(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: setup lint
+	$(VENV)/bin/pytest -q
+
+bench: setup
+	$(PY) -m eval all

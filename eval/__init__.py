@@ -1,0 +1,1 @@
+"""Benchmarks against real data and against the baselines users would pick instead."""

@@ -1,0 +1,1 @@
+"""Folder or upload -> extract -> chunk -> embed -> index."""

@@ -1,0 +1,1 @@
+"""Index contract, embedders, Qdrant stores, search, evidence localisation and answers."""

@@ -1,0 +1,112 @@
+"""The index contract: chunks (Qdrant point payloads), search hits, citations and query answers.
+
+Boxes are PDF points, top-left origin, pages 1-based, exactly as in `ocr_engine.schema`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CHUNK_SCHEMA_VERSION = "1.0"
+_POINT_NAMESPACE = uuid.UUID("6f1c2a9e-3d4b-5a8c-9e7f-0b1d2c3e4f50")
+
+BBox = Annotated[tuple[float, float, float, float], Field(description="[x0, y0, x1, y1], PDF points")]
+
+
+class Region(BaseModel):
+    page: int = Field(ge=1)
+    bbox: BBox
+
+
+class ChunkLine(BaseModel):
+    """A line of a chunk: where it is on the page and which characters of `Chunk.text` it holds."""
+
+    page: int = Field(ge=1)
+    bbox: BBox
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+class Chunk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_id: str = Field(description="stable key within the document, e.g. c0003")
+    doc_id: str
+    source: str
+    section_path: list[str] = Field(default_factory=list)
+    kind: str = Field(description="text, table, figure_caption, ...")
+    text: str = Field(description="what is shown and quoted")
+    embed_text: str = Field(description="what is embedded: section trail + text")
+    regions: list[Region]
+    lines: list[ChunkLine] = Field(default_factory=list)
+    doc_version: str = CHUNK_SCHEMA_VERSION
+
+    @property
+    def point_id(self) -> str:
+        return point_id(self.doc_id, self.chunk_id)
+
+    @property
+    def page(self) -> int:
+        return self.regions[0].page
+
+
+def point_id(doc_id: str, chunk_id: str) -> str:
+    """Deterministic Qdrant point id, so that a re-ingest replaces instead of duplicating."""
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"{doc_id}/{chunk_id}"))
+
+
+class ScoredChunk(BaseModel):
+    chunk: Chunk
+    score: float
+
+
+class SearchFilter(BaseModel):
+    """Payload filter for a search: restrict to documents and/or a page range (inclusive)."""
+
+    doc_ids: list[str] | None = None
+    page_from: int | None = Field(default=None, ge=1)
+    page_to: int | None = Field(default=None, ge=1)
+
+
+class Hit(BaseModel):
+    doc_id: str
+    source: str
+    page: int
+    regions: list[Region]
+    text: str
+    score: float
+    chunk_id: str
+    section_path: list[str] = Field(default_factory=list)
+
+
+class Citation(BaseModel):
+    n: int = Field(ge=1, description="the [n] marker in the answer text")
+    doc_id: str
+    source: str
+    page: int
+    bbox: BBox = Field(description="tightest box of the supporting lines")
+    regions: list[Region] = Field(default_factory=list)
+    quote: str
+    score: float
+    page_image_url: str
+    highlight_url: str
+    viewer_url: str
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=2000)
+    top_k: int = Field(default=5, ge=1, le=100)
+    doc_ids: list[str] | None = None
+    page_from: int | None = Field(default=None, ge=1)
+    page_to: int | None = Field(default=None, ge=1)
+
+
+class QueryResponse(BaseModel):
+    answer: str
+    citations: list[Citation]
+    hits: list[Hit]

@@ -1,0 +1,1 @@
+"""The front doors: settings, FastAPI app, page images, the `folio` CLI."""
