@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 CHUNK_SCHEMA_VERSION = "1.0"
 _POINT_NAMESPACE = uuid.UUID("6f1c2a9e-3d4b-5a8c-9e7f-0b1d2c3e4f50")
 
-BBox = Annotated[tuple[float, float, float, float], Field(description="[x0, y0, x1, y1], PDF points")]
+BBox = Annotated[
+    tuple[float, float, float, float], Field(description="[x0, y0, x1, y1] in PDF points")
+]
 
 
 class Region(BaseModel):

@@ -1,0 +1,93 @@
+"""`/query` latency of a running `folio serve` (model loaded) over an existing index, on loopback.
+
+    python -m eval.query_latency --data-dir .bench/financebench [--data ../shared/data] [-n 200]
+
+Starts the server as a subprocess, warms it up, then sends the FinanceBench dev questions one at a
+time (cycled up to n requests) and reports p50/p90/p99 client-side latency and the error count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("-n", type=int, default=200)
+    parser.add_argument("--top-k", type=int, default=5)
+    args = parser.parse_args(argv)
+    questions_file = args.data / "financebench" / "questions.jsonl"
+    if not questions_file.exists() or not args.data_dir.exists():
+        print(f"skipped: need {questions_file} and an index in {args.data_dir}")
+        return 0
+    questions = [json.loads(x)["question"] for x in questions_file.read_text().splitlines() if x]
+    port = _free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "server",
+        "serve",
+        "--data-dir",
+        str(args.data_dir),
+        "--port",
+        str(port),
+    ]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if client.get("/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    print("server did not start")
+                    return 1
+                time.sleep(0.2)
+            for q in questions[:10]:
+                client.post("/query", json={"question": q, "top_k": args.top_k})
+            latencies, errors = [], 0
+            for i in range(args.n):
+                t0 = time.perf_counter()
+                r = client.post(
+                    "/query", json={"question": questions[i % len(questions)], "top_k": args.top_k}
+                )
+                latencies.append((time.perf_counter() - t0) * 1000)
+                errors += r.status_code != 200
+            points = client.get("/health").json()["points"]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    q = statistics.quantiles(latencies, n=100)
+    print(f"/query over {points} points, {args.n} sequential requests, top_k={args.top_k}")
+    print(
+        f"p50 {statistics.median(latencies):.1f} ms, p90 {q[89]:.1f} ms, p99 {q[98]:.1f} ms, "
+        f"errors {errors}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

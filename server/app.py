@@ -1,0 +1,189 @@
+"""The FastAPI app: query, documents, page images with highlights, health."""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ingest.catalog import DocumentRecord, UnknownDocumentError
+from ingest.watcher import FolderWatcher
+from ocr_engine.schema import EngineInfo, PageStatus
+from retrieval.schema import QueryRequest, QueryResponse
+from server.pages import PageOutOfRangeError, PageRenderer, parse_highlight
+from server.services import Services
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error answered with the one JSON error shape: {"error": {"code", "message"}}."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+class PageSummary(BaseModel):
+    number: int
+    width: float
+    height: float
+    engine: EngineInfo
+    status: PageStatus
+    blocks: int
+    errors: list[str]
+
+
+class DocumentDetail(DocumentRecord):
+    page_summaries: list[PageSummary] = Field(default_factory=list)
+
+
+class Health(BaseModel):
+    status: str
+    documents: int
+    points: int
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def create_app(services: Services, *, watch: bool = True) -> FastAPI:
+    """The app over ready-made services; with `watch`, the configured folder is watched."""
+    settings = services.settings
+    renderer = PageRenderer(settings.render_cache_pages)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        watcher = None
+        if watch and settings.watch_dir is not None:
+            watcher = FolderWatcher(
+                settings.watch_dir, services.ingestor, settle=settings.watch_settle_seconds
+            )
+            watcher.start()
+            log.info("watching %s", settings.watch_dir)
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                watcher.stop()
+
+    app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
+    app.state.services = services
+
+    def get_services(request: Request) -> Services:
+        svc: Services = request.app.state.services
+        return svc
+
+    Svc = Annotated[Services, Depends(get_services)]
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc.status, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return _error(422, "invalid_request", f"{where}: {first.get('msg', 'invalid request')}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, "http_error", str(exc.detail))
+
+    def record_or_404(svc: Services, doc_id: str) -> DocumentRecord:
+        try:
+            return svc.catalog.get_record(doc_id)
+        except UnknownDocumentError:
+            raise ApiError(404, "unknown_document", f"no document with id {doc_id!r}") from None
+
+    @app.get("/health")
+    def health(svc: Svc) -> Health:
+        return Health(status="ok", documents=len(svc.catalog.records()), points=svc.store.count())
+
+    @app.post("/query")
+    def query(req: QueryRequest, svc: Svc) -> QueryResponse:
+        return svc.retriever.query(req)
+
+    @app.get("/documents")
+    def documents(svc: Svc) -> list[DocumentRecord]:
+        return svc.catalog.records()
+
+    @app.get("/documents/{doc_id}")
+    def document(doc_id: str, svc: Svc) -> DocumentDetail:
+        record = record_or_404(svc, doc_id)
+        detail = DocumentDetail(**record.model_dump())
+        if record.status != "failed":
+            doc = svc.catalog.load_document(doc_id)
+            detail.page_summaries = [
+                PageSummary(
+                    number=p.number,
+                    width=p.width,
+                    height=p.height,
+                    engine=p.engine,
+                    status=p.status,
+                    blocks=len(p.blocks),
+                    errors=[e.message for e in p.errors],
+                )
+                for p in doc.pages
+            ]
+        return detail
+
+    @app.get(
+        "/documents/{doc_id}/pages/{n}.png",
+        response_class=Response,
+        responses={200: {"content": {"image/png": {}}}},
+    )
+    def page_image(
+        doc_id: str,
+        n: int,
+        svc: Svc,
+        highlight: Annotated[str | None, Query(max_length=4000)] = None,
+        dpi: Annotated[int | None, Query(ge=36)] = None,
+    ) -> Response:
+        record_or_404(svc, doc_id)
+        use_dpi = dpi or settings.render_dpi
+        if use_dpi > settings.max_render_dpi:
+            raise ApiError(422, "invalid_request", f"dpi must be <= {settings.max_render_dpi}")
+        try:
+            boxes = parse_highlight(highlight)
+            png = renderer.render_png(svc.catalog.pdf_path(doc_id), n, use_dpi, boxes)
+        except PageOutOfRangeError as exc:
+            raise ApiError(404, "page_out_of_range", str(exc)) from None
+        except UnknownDocumentError:
+            raise ApiError(404, "unknown_document", f"no PDF stored for {doc_id!r}") from None
+        except ValueError as exc:
+            raise ApiError(422, "invalid_highlight", str(exc)) from None
+        return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
+
+    @app.get("/documents/{doc_id}/pages/{n}/view", response_class=HTMLResponse)
+    def page_view(
+        doc_id: str,
+        n: int,
+        svc: Svc,
+        highlight: Annotated[str | None, Query(max_length=4000)] = None,
+    ) -> HTMLResponse:
+        record = record_or_404(svc, doc_id)
+        try:
+            parse_highlight(highlight)
+        except ValueError as exc:
+            raise ApiError(422, "invalid_highlight", str(exc)) from None
+        query_part = f"?highlight={html.escape(highlight)}" if highlight else ""
+        title = html.escape(f"{record.source} — page {n}")
+        body = (
+            f"<!doctype html><meta charset=utf-8><title>{title}</title>"
+            f"<h1 style='font:16px sans-serif'>{title}</h1>"
+            f"<img style='max-width:100%;border:1px solid #ccc' alt='{title}' "
+            f"src='/documents/{doc_id}/pages/{n}.png{query_part}'>"
+        )
+        return HTMLResponse(body)
+
+    return app

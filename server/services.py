@@ -1,0 +1,44 @@
+"""Builds the long-lived objects of a running folio: catalog, embedder, store, ingestor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ingest.catalog import Catalog
+from ingest.pipeline import IngestOptions, Ingestor
+from retrieval.edge_store import EdgeStore
+from retrieval.embedder import Embedder, SentenceTransformerEmbedder
+from retrieval.search import Retriever
+from retrieval.store import VectorStore
+from server.settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    catalog: Catalog
+    embedder: Embedder
+    store: VectorStore
+    ingestor: Ingestor
+    retriever: Retriever
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def build_services(settings: Settings) -> Services:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    catalog = Catalog(settings.data_dir)
+    embedder = SentenceTransformerEmbedder(batch_size=settings.embed_batch_size)
+    store = EdgeStore(settings.data_dir / "index", dim=embedder.dim)
+    options = IngestOptions(
+        max_tokens=settings.max_tokens, embed_batch_size=settings.embed_batch_size
+    )
+    return Services(
+        settings=settings,
+        catalog=catalog,
+        embedder=embedder,
+        store=store,
+        ingestor=Ingestor(catalog, embedder, store, options),
+        retriever=Retriever(embedder, store),
+    )

@@ -1,0 +1,106 @@
+"""Small PDFs made in the tests: documents with known facts, and the bad inputs users drop."""
+
+from __future__ import annotations
+
+import pymupdf
+
+FACTS = {
+    "volcano.pdf": (
+        "Volcanic Activity Report",
+        [
+            (
+                "Eruption history",
+                "The Kelud volcano erupted in February 2014 and ash fell on Yogyakarta.",
+            ),
+            ("Monitoring", "Seismometers around the crater record tremors every ten seconds."),
+        ],
+    ),
+    "bakery.pdf": (
+        "Bakery Operations Manual",
+        [
+            ("Sourdough", "The sourdough starter is fed with rye flour at six in the morning."),
+            ("Ovens", "Each deck oven is preheated to 250 degrees Celsius before baking bread."),
+        ],
+    ),
+}
+
+
+def fact_pdf(title: str, sections: list[tuple[str, str]], *, filler_pages: int = 1) -> bytes:
+    """A born-digital PDF: a title, then per section a bold heading and a paragraph, plus filler."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = 72.0
+    page.insert_text((72, y), title, fontsize=22, fontname="hebo")
+    y += 40
+    for heading, body in sections:
+        page.insert_text((72, y), heading, fontsize=15, fontname="hebo")
+        y += 24
+        rect = pymupdf.Rect(72, y, 540, y + 60)
+        page.insert_textbox(rect, body, fontsize=11, fontname="helv")
+        y += 80
+    for i in range(filler_pages):
+        extra = doc.new_page(width=612, height=792)
+        extra.insert_text((72, 72), f"Appendix {i + 1}", fontsize=15, fontname="hebo")
+        extra.insert_textbox(
+            pymupdf.Rect(72, 100, 540, 300),
+            "This appendix lists routine maintenance notes without any specific facts. " * 3,
+            fontsize=11,
+            fontname="helv",
+        )
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def truncated_pdf() -> bytes:
+    data = fact_pdf(*FACTS["volcano.pdf"])
+    return data[: len(data) // 3]
+
+
+def random_bytes() -> bytes:
+    return bytes((i * 7919 + 13) % 256 for i in range(4096))
+
+
+def html_named_pdf() -> bytes:
+    return b"<!doctype html><html><body><h1>Not a PDF</h1></body></html>\n"
+
+
+def encrypted_pdf(password: str = "s3cret") -> bytes:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "Confidential figures", fontsize=12)
+    data = doc.tobytes(
+        encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw=password + "-owner", user_pw=password
+    )
+    doc.close()
+    return data
+
+
+def zero_page_pdf() -> bytes:
+    """A well-formed PDF whose page tree is empty (PyMuPDF refuses to save one, so write it)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [] /Count 0 >>",
+    ]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+BAD_INPUTS = {
+    "truncated.pdf": truncated_pdf,
+    "random.pdf": random_bytes,
+    "page.pdf": html_named_pdf,
+    "locked.pdf": encrypted_pdf,
+    "empty-tree.pdf": zero_page_pdf,
+}
