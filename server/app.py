@@ -105,6 +105,15 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         except UnknownDocumentError:
             raise ApiError(404, "unknown_document", f"no document with id {doc_id!r}") from None
 
+    def page_or_404(record: DocumentRecord, n: int) -> DocumentRecord:
+        if not 1 <= n <= record.pages:
+            raise ApiError(
+                404,
+                "page_out_of_range",
+                f"page {n} is out of range: {record.source} has {record.pages} pages",
+            )
+        return record
+
     @app.get("/health")
     def health(svc: Svc) -> Health:
         return Health(status="ok", documents=len(svc.catalog.records()), points=svc.store.count())
@@ -149,7 +158,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         highlight: Annotated[str | None, Query(max_length=4000)] = None,
         dpi: Annotated[int | None, Query(ge=36)] = None,
     ) -> Response:
-        record_or_404(svc, doc_id)
+        page_or_404(record_or_404(svc, doc_id), n)
         use_dpi = dpi or settings.render_dpi
         if use_dpi > settings.max_render_dpi:
             raise ApiError(422, "invalid_request", f"dpi must be <= {settings.max_render_dpi}")
@@ -171,7 +180,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         svc: Svc,
         highlight: Annotated[str | None, Query(max_length=4000)] = None,
     ) -> HTMLResponse:
-        record = record_or_404(svc, doc_id)
+        record = page_or_404(record_or_404(svc, doc_id), n)
         try:
             parse_highlight(highlight)
         except ValueError as exc:
