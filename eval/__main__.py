@@ -1,0 +1,29 @@
+"""Benchmarks: ``python -m eval NAME [options]``; each also runs as ``python -m eval.NAME``."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> module with a ``main(argv) -> int``
+COMMANDS: dict[str, str] = {
+    "extraction": "eval.extraction",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch to one benchmark, or to every benchmark with ``all``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help") or (args[0] not in COMMANDS and args[0] != "all"):
+        print(f"usage: python -m eval {{{','.join([*COMMANDS, 'all'])}}} [options]")
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    names = list(COMMANDS) if args[0] == "all" else [args[0]]
+    status = 0
+    for name in names:
+        module = importlib.import_module(COMMANDS[name])
+        status = max(status, int(module.main(args[1:])))
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,296 @@
+"""Extraction speed and agreement with the Docling ground truth, folio beside PyMuPDF's own tools.
+
+    python -m eval.extraction [--data ../shared/data] [--fb-pages 5] [--no-write]
+
+Speed: pages/s of folio's engine, raw ``page.get_text("dict")`` and ``pymupdf4llm.to_json`` on the
+same pages in the same run (all Docling PDFs; the first ``--fb-pages`` pages of every FinanceBench
+PDF). Agreement: share of ground-truth text items matched by a block on the same page with
+IoU >= 0.5, and recall/precision of headings (title + section_header) and of tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymupdf
+
+from ocr_engine.pymupdf_engine import PyMuPDFEngine
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+Box = tuple[float, float, float, float]
+IOU_MIN = 0.5
+SECTION = "## Extraction (issue 2)"
+HEADING_KINDS = {"title", "section_header", "section-header"}
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class PageBoxes:
+    """Boxes on one page, split into all text-bearing items, headings and tables."""
+
+    items: list[Box] = field(default_factory=list)
+    headings: list[Box] = field(default_factory=list)
+    tables: list[Box] = field(default_factory=list)
+
+
+Pages = dict[int, PageBoxes]
+
+
+def iou(a: Box, b: Box) -> float:
+    """Intersection over union of two boxes."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0.0
+    inter = w * h
+    area = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / area if area > 0 else 0.0
+
+
+def ground_truth(path: Path) -> Pages:
+    """Docling ground truth as top-left boxes per 1-based page."""
+    doc = json.loads(path.read_text())
+    heights = {int(k): v["size"]["height"] for k, v in doc["pages"].items()}
+    pages: Pages = {}
+
+    def boxes(item: dict[str, object]) -> Iterable[tuple[int, Box]]:
+        for prov in item["prov"]:  # type: ignore[attr-defined]
+            page, b = prov["page_no"], prov["bbox"]
+            if b.get("coord_origin", "BOTTOMLEFT") == "BOTTOMLEFT":
+                h = heights[page]
+                yield page, (b["l"], h - b["t"], b["r"], h - b["b"])
+            else:
+                yield page, (b["l"], b["t"], b["r"], b["b"])
+
+    for item in doc["texts"]:
+        for page, box in boxes(item):
+            entry = pages.setdefault(page, PageBoxes())
+            entry.items.append(box)
+            if item["label"] in HEADING_KINDS:
+                entry.headings.append(box)
+    for item in doc["tables"]:
+        for page, box in boxes(item):
+            pages.setdefault(page, PageBoxes()).tables.append(box)
+    return pages
+
+
+def ours(pdf: Path) -> Pages:
+    """folio's blocks per page."""
+    from ocr_engine.extract import extract_document
+
+    pages: Pages = {}
+    for page in extract_document(pdf).pages:
+        entry = pages.setdefault(page.number, PageBoxes())
+        for block in page.blocks:
+            entry.items.append(block.bbox)
+            if block.type.value in HEADING_KINDS:
+                entry.headings.append(block.bbox)
+            if block.type.value == "table":
+                entry.tables.append(block.bbox)
+    return pages
+
+
+def llm_json(pdf: Path, pages: list[int] | None = None) -> str:
+    """pymupdf4llm.to_json on the text layer only (no OCR, like folio's engine)."""
+    import pymupdf4llm
+
+    with pymupdf.open(pdf) as doc:
+        return str(pymupdf4llm.to_json(doc, pages=pages, use_ocr=False))
+
+
+def theirs(pdf: Path) -> Pages:
+    """pymupdf4llm.to_json's layout boxes per page."""
+    pages: Pages = {}
+    for page in json.loads(llm_json(pdf))["pages"]:
+        entry = pages.setdefault(page["page_number"], PageBoxes())
+        for b in page["boxes"]:
+            box = (b["x0"], b["y0"], b["x1"], b["y1"])
+            entry.items.append(box)
+            if b["boxclass"] in HEADING_KINDS:
+                entry.headings.append(box)
+            if b["boxclass"] == "table":
+                entry.tables.append(box)
+    return pages
+
+
+@dataclass
+class Tally:
+    """Matched counts over documents."""
+
+    found: int = 0
+    total: int = 0
+
+    def add(self, gt: list[Box], pred: list[Box]) -> None:
+        self.total += len(gt)
+        self.found += sum(1 for g in gt if any(iou(g, p) >= IOU_MIN for p in pred))
+
+    def share(self) -> str:
+        return f"{self.found / self.total:.3f} ({self.found}/{self.total})" if self.total else "n/a"
+
+
+@dataclass
+class Agreement:
+    """Text-item recall, heading and table recall/precision against the ground truth."""
+
+    text: Tally = field(default_factory=Tally)
+    head_r: Tally = field(default_factory=Tally)
+    head_p: Tally = field(default_factory=Tally)
+    table_r: Tally = field(default_factory=Tally)
+    table_p: Tally = field(default_factory=Tally)
+
+    def add(self, gt: Pages, pred: Pages) -> None:
+        for number in set(gt) | set(pred):
+            g, p = gt.get(number, PageBoxes()), pred.get(number, PageBoxes())
+            self.text.add(g.items, p.items)
+            self.head_r.add(g.headings, p.headings)
+            self.head_p.add(p.headings, g.headings)
+            self.table_r.add(g.tables, p.tables)
+            self.table_p.add(p.tables, g.tables)
+
+
+def docling_pairs(data: Path) -> list[tuple[Path, Path]]:
+    """Docling PDFs that have a ground-truth file."""
+    root = data / "docling"
+    pairs = []
+    for pdf in sorted((root / "pdf").glob("*.pdf")):
+        gt = root / "groundtruth" / f"{pdf.stem}.json"
+        if gt.exists():
+            pairs.append((pdf, gt))
+    return pairs
+
+
+def timed(label: str, fn: Callable[[], int]) -> tuple[str, int, float]:
+    """Run fn (which returns a page count) and time it."""
+    start = time.perf_counter()
+    pages = fn()
+    return label, pages, time.perf_counter() - start
+
+
+def speed(files: list[Path], limit: int | None) -> list[tuple[str, int, float]]:
+    """Pages/s of the three extractors on the same pages of the same files."""
+    engine = PyMuPDFEngine()
+
+    def page_range(doc: pymupdf.Document) -> range:
+        return range(min(doc.page_count, limit) if limit else doc.page_count)
+
+    def run_ours() -> int:
+        n = 0
+        for f in files:
+            with pymupdf.open(f) as doc:
+                for i in page_range(doc):
+                    engine.extract_page(doc[i])
+                    n += 1
+        return n
+
+    def run_dict() -> int:
+        n = 0
+        for f in files:
+            with pymupdf.open(f) as doc:
+                for i in page_range(doc):
+                    doc[i].get_text("dict")
+                    n += 1
+        return n
+
+    def run_llm() -> int:
+        n = 0
+        for f in files:
+            with pymupdf.open(f) as doc:
+                pages = list(page_range(doc))
+            llm_json(f, pages)
+            n += len(pages)
+        return n
+
+    return [
+        timed("folio PyMuPDFEngine", run_ours),
+        timed('raw get_text("dict")', run_dict),
+        timed("pymupdf4llm.to_json", run_llm),
+    ]
+
+
+def report(data: Path, fb_pages: int) -> str:
+    """Run every measurement and return the markdown section."""
+    pairs = docling_pairs(data)
+    docling_files = sorted((data / "docling" / "pdf").glob("*.pdf"))
+    fb_files = sorted((data / "financebench" / "pdfs").glob("*.pdf"))
+    ours_agree, theirs_agree = Agreement(), Agreement()
+    for pdf, gt_path in pairs:
+        gt = ground_truth(gt_path)
+        ours_agree.add(gt, ours(pdf))
+        theirs_agree.add(gt, theirs(pdf))
+    speed_rows = []
+    for corpus, files, limit in (
+        ("docling (all pages)", docling_files, None),
+        (f"FinanceBench dev (first {fb_pages} pages of {len(fb_files)} files)", fb_files, fb_pages),
+    ):
+        if not files:
+            continue
+        results = speed(files, limit)
+        cells = " | ".join(f"{n / s:.1f}" for _, n, s in results)
+        speed_rows.append(f"| {corpus} | {results[0][1]} | {cells} |")
+    rows = [
+        "Pages/s (single process, includes opening the files):",
+        "",
+        '| corpus | pages | folio | raw get_text("dict") | pymupdf4llm.to_json |',
+        "|---|---:|---:|---:|---:|",
+        *speed_rows,
+        "",
+        f"Agreement with the Docling ground truth ({len(pairs)} PDFs that have one, IoU >= 0.5):",
+        "",
+        "| metric | folio | pymupdf4llm.to_json |",
+        "|---|---:|---:|",
+    ]
+    for name, attr in (
+        ("text items matched by a block", "text"),
+        ("heading recall", "head_r"),
+        ("heading precision", "head_p"),
+        ("table recall", "table_r"),
+        ("table precision", "table_p"),
+    ):
+        rows.append(
+            f"| {name} | {getattr(ours_agree, attr).share()} "
+            f"| {getattr(theirs_agree, attr).share()} |"
+        )
+    command = "python -m eval.extraction --data ../shared/data"
+    if fb_pages != 5:
+        command += f" --fb-pages {fb_pages}"
+    return "\n".join([SECTION, "", f"`{command}`", "", *rows, ""])
+
+
+def write_section(doc: Path, section: str) -> None:
+    """Replace (or append) this benchmark's section of docs/benchmarks.md."""
+    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
+    pattern = re.compile(re.escape(SECTION) + r"\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section + "\n", text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text.rstrip("\n") + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m eval.extraction", description=__doc__)
+    parser.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "data")
+    parser.add_argument("--fb-pages", type=int, default=5, help="first N pages of each filing")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    if not (args.data / "docling").exists():
+        parser.error(f"no docling data under {args.data}")
+    section = report(args.data, args.fb_pages)
+    print(section)
+    if not args.no_write:
+        write_section(REPO_ROOT / "docs" / "benchmarks.md", section)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

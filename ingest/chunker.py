@@ -1,0 +1,391 @@
+"""Structure-aware chunking: a Document becomes Chunks along its sections and tables.
+
+Headings open sections and their trail travels with every chunk (`section_path`, and in front of
+`embed_text`). Small neighbouring text blocks of a section are merged up to the token bound, an
+oversized block is split at line boundaries, tables are their own chunks with their caption (row
+batches with the header repeated when they are large), page headers and footers are left out.
+A chunk's text is built from its blocks' lines, so every `ChunkLine` span points at a line's text.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from ocr_engine.schema import Block, BlockType, Document
+from retrieval.schema import BBox, Chunk, ChunkLine, Region
+
+__all__ = ["chunk_document"]
+
+logger = logging.getLogger(__name__)
+
+TokenCounter = Callable[[str], int]
+
+_SKIPPED = {BlockType.page_header, BlockType.page_footer, BlockType.figure}
+_HEADINGS = {BlockType.title, BlockType.section_header}
+_LINE_JOINED = {BlockType.table, BlockType.code, BlockType.formula}
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?(\s*:?-{2,}:?\s*\|)*\s*:?-{2,}:?\s*\|?\s*$")
+_TRAIL_SEPARATOR = " > "
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A line of a block, or a word run of an overlong line, with its place on the page."""
+
+    text: str
+    page: int
+    bbox: BBox
+
+
+@dataclass
+class _Unit:
+    """Pieces of one block that travel together into a chunk and share one region."""
+
+    block: Block
+    pieces: list[_Piece]
+    tokens: int
+    whole: bool = False
+    part: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.block.id, self.part, self.pieces[0].page)
+
+    @property
+    def joiner(self) -> str:
+        return "\n" if self.block.type in _LINE_JOINED else " "
+
+    @property
+    def region(self) -> Region:
+        bbox = self.block.bbox if self.whole else _union([p.bbox for p in self.pieces])
+        return Region(page=self.pieces[0].page, bbox=bbox)
+
+
+@dataclass
+class _Builder:
+    """Collects units of one chunk kind and section until the token budget is used."""
+
+    budget: int
+    units: list[_Unit] = field(default_factory=list)
+    tokens: int = 0
+
+    def fits(self, unit: _Unit) -> bool:
+        return self.tokens + unit.tokens <= self.budget
+
+    def add(self, unit: _Unit) -> None:
+        self.units.append(unit)
+        self.tokens += unit.tokens
+
+    def take(self) -> list[_Unit]:
+        units, self.units, self.tokens = self.units, [], 0
+        return units
+
+
+def _union(boxes: Sequence[BBox]) -> BBox:
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+
+
+def _pieces(block: Block, page: int) -> list[_Piece]:
+    """The block's non-empty lines; a block without lines counts as one line of its text."""
+    pieces = [_Piece(ln.text.strip(), page, ln.bbox) for ln in block.lines if ln.text.strip()]
+    if not pieces and block.text.strip():
+        text = block.text.strip()
+        if block.type == BlockType.table:
+            rows = [row.strip() for row in text.splitlines() if row.strip()]
+            return [_Piece(row, page, block.bbox) for row in rows]
+        pieces = [_Piece(" ".join(text.split()), page, block.bbox)]
+    return pieces
+
+
+def _join(pieces: Sequence[_Piece], joiner: str) -> str:
+    return joiner.join(piece.text for piece in pieces)
+
+
+class _Chunker:
+    """One pass over a document's blocks in reading order."""
+
+    def __init__(self, doc: Document, count_tokens: TokenCounter, max_tokens: int) -> None:
+        self.doc = doc
+        self.count = count_tokens
+        self.max_tokens = max_tokens
+        self.chunks: list[Chunk] = []
+        self.trail: list[tuple[int, str]] = []
+        self._trail_cache: dict[tuple[str, ...], tuple[str, int]] = {}
+
+    def run(self) -> list[Chunk]:
+        blocks = [
+            (page.number, block)
+            for page in self.doc.pages
+            for block in page.blocks
+            if block.type not in _SKIPPED
+        ]
+        table_captions, figure_captions = _assign_captions(blocks)
+        used = set(table_captions.values())
+        builder = _Builder(self._budget())
+        for index, (page, block) in enumerate(blocks):
+            if index in used:
+                continue
+            if block.type in _HEADINGS and self._is_heading(block):
+                self._flush(builder, "text")
+                self._open_section(block)
+                builder.budget = self._budget()
+            elif block.type == BlockType.table:
+                self._flush(builder, "text")
+                caption = table_captions.get(index)
+                self._table(page, block, blocks[caption] if caption is not None else None)
+            elif block.type == BlockType.caption and index in figure_captions:
+                self._flush(builder, "text")
+                self._pack("figure_caption", self._units(page, block, builder.budget))
+            else:
+                for unit in self._units(page, block, builder.budget):
+                    if not builder.fits(unit):
+                        self._flush(builder, "text")
+                    builder.add(unit)
+        self._flush(builder, "text")
+        return self.chunks
+
+    # sections -----------------------------------------------------------------------------------
+
+    def _is_heading(self, block: Block) -> bool:
+        """A heading that is really a paragraph (too long for a trail) is treated as text."""
+        return self.count(_heading_text(block)) <= self.max_tokens // 4
+
+    def _open_section(self, block: Block) -> None:
+        level = 0 if block.type == BlockType.title else (block.level or 1)
+        while self.trail and self.trail[-1][0] >= level:
+            self.trail.pop()
+        text = _heading_text(block)
+        if text:
+            self.trail.append((level, text))
+
+    def _trail_text(self) -> tuple[str, int]:
+        """The heading trail as embedded (dropping outer headings past a quarter of the bound)."""
+        path = tuple(text for _, text in self.trail)
+        if path not in self._trail_cache:
+            parts = list(path)
+            text = _TRAIL_SEPARATOR.join(parts)
+            while len(parts) > 1 and self.count(text) > self.max_tokens // 4:
+                parts.pop(0)
+                text = _TRAIL_SEPARATOR.join(parts)
+            words = text.split()
+            while words and self.count(" ".join(words)) > self.max_tokens // 4:
+                words = words[: len(words) // 2]
+            text = " ".join(words)
+            self._trail_cache[path] = (text, self.count(text) if text else 0)
+        return self._trail_cache[path]
+
+    def _budget(self) -> int:
+        return max(1, self.max_tokens - self._trail_text()[1])
+
+    # units --------------------------------------------------------------------------------------
+
+    def _units(self, page: int, block: Block, budget: int) -> list[_Unit]:
+        """The block as one unit when it fits the budget, else one unit per line (or word run)."""
+        pieces = _pieces(block, page)
+        if not pieces:
+            return []
+        tokens = self.count(_join(pieces, "\n" if block.type in _LINE_JOINED else " "))
+        if tokens <= budget:
+            return [_Unit(block, pieces, tokens, whole=True)]
+        return [
+            _Unit(block, [part], part_tokens)
+            for piece in pieces
+            for part, part_tokens in self._split_piece(piece, budget)
+        ]
+
+    def _split_piece(self, piece: _Piece, budget: int) -> Iterator[tuple[_Piece, int]]:
+        """A line as is when it fits, else runs of words that fit (each keeps the line's box)."""
+        tokens = self.count(piece.text)
+        if tokens <= budget:
+            yield piece, tokens
+            return
+        words: list[str] = []
+        used = 0
+        for word in piece.text.split():
+            n = self.count(word)
+            if words and used + n > budget:
+                yield _Piece(" ".join(words), piece.page, piece.bbox), used
+                words, used = [], 0
+            words.append(word)
+            used += n
+        if words:
+            yield _Piece(" ".join(words), piece.page, piece.bbox), used
+
+    # tables -------------------------------------------------------------------------------------
+
+    def _table(self, page: int, block: Block, caption: tuple[int, Block] | None) -> None:
+        budget = self._budget()
+        pieces = _pieces(block, page)
+        if not pieces:
+            return
+        caption_units = self._units(caption[0], caption[1], budget) if caption else []
+        tokens = self.count(_join(pieces, "\n"))
+        caption_tokens = sum(unit.tokens for unit in caption_units)
+        if caption_tokens + tokens <= budget:
+            self._emit("table", [*caption_units, _Unit(block, pieces, tokens, whole=True)])
+            return
+        n_header = _header_lines(block, pieces)
+        header_pieces, rows = pieces[:n_header], pieces[n_header:]
+        prefix = list(caption_units)
+        if header_pieces:
+            header_tokens = self.count(_join(header_pieces, "\n"))
+            prefix.append(_Unit(block, header_pieces, header_tokens, part="header"))
+        if sum(unit.tokens for unit in prefix) > budget // 2:
+            self._pack("table_caption", caption_units)  # too long to repeat: a chunk of its own
+            prefix = [u for u in prefix[len(caption_units) :] if u.tokens <= budget // 2]
+        room = budget - sum(unit.tokens for unit in prefix)
+        batch = _Builder(room)
+        for row in rows:
+            for part, part_tokens in self._split_piece(row, room):
+                unit = _Unit(block, [part], part_tokens, part="rows")
+                if not batch.fits(unit):
+                    self._emit("table_rows", [*prefix, *batch.take()])
+                batch.add(unit)
+        if batch.units:
+            self._emit("table_rows", [*prefix, *batch.take()])
+
+    # chunks -------------------------------------------------------------------------------------
+
+    def _pack(self, kind: str, units: Sequence[_Unit]) -> None:
+        """Emit `units` as few chunks of `kind` as the budget allows."""
+        builder = _Builder(self._budget())
+        for unit in units:
+            if not builder.fits(unit):
+                self._flush(builder, kind)
+            builder.add(unit)
+        self._flush(builder, kind)
+
+    def _flush(self, builder: _Builder, kind: str) -> None:
+        if builder.units:
+            self._emit(kind, builder.take())
+
+    def _emit(self, kind: str, units: list[_Unit]) -> None:
+        if not units:
+            return
+        text = ""
+        lines: list[ChunkLine] = []
+        previous: _Unit | None = None
+        for unit in units:
+            for i, piece in enumerate(unit.pieces):
+                sep = unit.joiner if i else _separator(previous, unit) if text else ""
+                if sep == " " and text.endswith("-") and text[-2:-1].isalpha():
+                    sep = ""  # a word hyphenated across lines
+                text += sep
+                start = len(text)
+                text += piece.text
+                lines.append(
+                    ChunkLine(page=piece.page, bbox=piece.bbox, start=start, end=len(text))
+                )
+            previous = unit
+        trail_text, _ = self._trail_text()
+        chunk = Chunk(
+            chunk_id=f"c{len(self.chunks):04d}",
+            doc_id=self.doc.doc_id,
+            source=self.doc.source,
+            section_path=[heading for _, heading in self.trail],
+            kind=kind,
+            text=text,
+            embed_text=f"{trail_text}\n\n{text}" if trail_text else text,
+            regions=_regions(units),
+            lines=lines,
+        )
+        self.chunks.append(chunk)
+
+
+def _separator(previous: _Unit | None, unit: _Unit) -> str:
+    """What goes between two units: the block's joiner inside a block, else a paragraph break."""
+    if previous is None:
+        return ""
+    if previous.block.id == unit.block.id:
+        return unit.joiner
+    same_kind = previous.block.type == unit.block.type == BlockType.list_item
+    into_table = previous.block.type == BlockType.caption and unit.block.type == BlockType.table
+    return "\n" if same_kind or into_table else "\n\n"
+
+
+def _regions(units: Sequence[_Unit]) -> list[Region]:
+    """One region per contributing block, or per contiguous group of its lines when split."""
+    regions: list[Region] = []
+    previous: _Unit | None = None
+    for unit in units:
+        if previous is not None and previous.key == unit.key and not unit.whole:
+            last = regions[-1]
+            regions[-1] = Region(page=last.page, bbox=_union([last.bbox, unit.region.bbox]))
+        else:
+            regions.append(unit.region)
+        previous = unit
+    return regions
+
+
+def _heading_text(block: Block) -> str:
+    text = " ".join(ln.text.strip() for ln in block.lines) or block.text
+    return " ".join(text.lstrip("#").replace("**", "").split())
+
+
+def _header_lines(block: Block, pieces: Sequence[_Piece]) -> int:
+    """How many leading lines form the table header (header rows plus a markdown separator row)."""
+    header_rows = max((c.row + c.row_span for c in block.cells if c.header), default=1)
+    n = rows = 0
+    while n < len(pieces):
+        separator = bool(_TABLE_SEPARATOR.match(pieces[n].text))
+        if not separator and rows >= header_rows:
+            return n
+        rows += not separator
+        n += 1
+    return 0  # every line looks like header: repeat nothing
+
+
+def _assign_captions(blocks: Sequence[tuple[int, Block]]) -> tuple[dict[int, int], set[int]]:
+    """Caption index for each table (the adjacent caption on its page, nearest first) and the
+    indexes of captions that belong to a figure."""
+    tables: dict[int, int] = {}
+    used: set[int] = set()
+    for index, (page, block) in enumerate(blocks):
+        if block.type != BlockType.table:
+            continue
+        candidates = []
+        for neighbour in (index - 1, index + 1):
+            if 0 <= neighbour < len(blocks) and neighbour not in used:
+                n_page, n_block = blocks[neighbour]
+                if n_page == page and _is_caption_for(n_block, "table"):
+                    candidates.append((_gap(block.bbox, n_block.bbox), neighbour))
+        if candidates:
+            tables[index] = min(candidates)[1]
+            used.add(tables[index])
+    figures = {
+        index
+        for index, (_, block) in enumerate(blocks)
+        if index not in used and _is_caption_for(block, "figure")
+    }
+    return tables, figures
+
+
+def _is_caption_for(block: Block, kind: str) -> bool:
+    if block.type != BlockType.caption:
+        return False
+    head = block.text.lstrip("*_# ").lower()
+    if kind == "table":
+        return not head.startswith(("fig", "image", "chart"))
+    return not head.startswith(("table", "tab."))
+
+
+def _gap(a: BBox, b: BBox) -> float:
+    return max(0.0, max(a[1], b[1]) - min(a[3], b[3]))
+
+
+def chunk_document(
+    doc: Document, *, count_tokens: Callable[[str], int], max_tokens: int = 256
+) -> list[Chunk]:
+    """Chunks of `doc` in document order, ids c0000, c0001, …; each `embed_text` fits the bound."""
+    if max_tokens < 16:
+        raise ValueError("max_tokens must be at least 16")
+    chunks = _Chunker(doc, count_tokens, max_tokens).run()
+    logger.debug("%s: %d chunks from %d pages", doc.source, len(chunks), len(doc.pages))
+    return chunks

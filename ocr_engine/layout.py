@@ -1,0 +1,284 @@
+"""Font and position heuristics: split raw blocks, type them, and put them in reading order."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ocr_engine.schema import BlockType
+from ocr_engine.textlayer import Box, RawBlock, TextLine, union
+
+BULLET_RE = re.compile(r"^(?:[•·▪▫‣⁃◦○●■□➢➤►▶✓✔\-–—*]\s*|\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)]\s+)\S")
+CAPTION_RE = re.compile(
+    r"^(?:figure|fig\.?|table|tab\.?|chart|exhibit|listing|algorithm|图|表)\s*[0-9IVX]+[.:\-–]?",
+    re.IGNORECASE,
+)
+NUMBERED_HEADING_RE = re.compile(r"^((?:\d{1,2}\.)*\d{1,2})\.?\s+\S")
+PAGE_NUMBER_RE = re.compile(
+    r"^(?:page\s+)?[\divxlc]{1,6}(?:\s*(?:/|of)\s*\d{1,6})?$", re.IGNORECASE
+)
+
+MARGIN_BAND = 0.075  # share of the page height treated as header/footer band
+
+
+@dataclass(slots=True)
+class LayoutBlock:
+    """A typed group of visual lines (or a table/figure placeholder) on the displayed page."""
+
+    type: BlockType
+    lines: list[TextLine] = field(default_factory=list)
+    level: int | None = None
+    box: Box | None = None
+
+    @property
+    def bbox(self) -> Box:
+        return self.box if self.box is not None else union(line.bbox for line in self.lines)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+
+@dataclass(frozen=True, slots=True)
+class BodyStyle:
+    """The font size and font carrying most characters on the page."""
+
+    size: float
+    font: str
+
+
+def body_style(blocks: Sequence[RawBlock]) -> BodyStyle:
+    """The page's body text style."""
+    sizes: Counter[float] = Counter()
+    fonts: Counter[str] = Counter()
+    for block in blocks:
+        for line in block.lines:
+            sizes[round(line.size, 1)] += len(line.text)
+            fonts[line.font] += len(line.text)
+    if not sizes:
+        return BodyStyle(10.0, "")
+    return BodyStyle(float(sizes.most_common(1)[0][0]), fonts.most_common(1)[0][0])
+
+
+def is_bullet(text: str) -> bool:
+    """Whether a line starts with a bullet glyph or an enumeration marker."""
+    if BULLET_RE.match(text):
+        return True
+    first = text[:1]
+    return bool(first) and unicodedata.category(first) in _BULLET_CATEGORIES and len(text) > 2
+
+
+_BULLET_CATEGORIES = {"So", "Sm", "Co", "Cc", "Cn"}
+
+
+def _is_heading_like(line: TextLine, body: float) -> bool:
+    return line.size >= 1.15 * body or (line.bold and len(line.text) < 120)
+
+
+def split_block(block: RawBlock, body: float) -> list[list[TextLine]]:
+    """Cut a MuPDF block where the style changes, a bullet starts, or a wide gap opens."""
+    groups: list[list[TextLine]] = []
+    for line in block.lines:
+        if not groups:
+            groups.append([line])
+            continue
+        prev = groups[-1][-1]
+        gap = line.bbox[1] - prev.bbox[3]
+        height = max(prev.bbox[3] - prev.bbox[1], 1.0)
+        cut = (
+            _is_heading_like(prev, body) != _is_heading_like(line, body)
+            or abs(line.size - prev.size) > 0.2 * body
+            or is_bullet(line.text)
+            or gap > 0.9 * height
+            or line.bbox[1] < prev.bbox[3] - 0.5 * height
+            or prev.horizontal != line.horizontal
+        )
+        if cut:
+            groups.append([line])
+        else:
+            groups[-1].append(line)
+    return groups
+
+
+def merge_paragraphs(groups: list[list[TextLine]], body: float) -> list[list[TextLine]]:
+    """Join consecutive line groups that continue one paragraph (MuPDF splits wide leading)."""
+    out: list[list[TextLine]] = []
+    for group in groups:
+        if out and _continues(out[-1], group, body):
+            out[-1] = out[-1] + group
+        else:
+            out.append(group)
+    return out
+
+
+def _continues(prev: list[TextLine], nxt: list[TextLine], body: float) -> bool:
+    a, b = prev[-1], nxt[0]
+    if not (a.horizontal and b.horizontal) or is_bullet(b.text) or CAPTION_RE.match(b.text):
+        return False
+    if abs(a.size - b.size) > 0.5 or a.bold != b.bold or _is_heading_like(a, body):
+        return False
+    height = max(a.bbox[3] - a.bbox[1], 1.0)
+    gap = b.bbox[1] - a.bbox[3]
+    if not -0.3 * height <= gap <= 0.8 * height:
+        return False
+    left = min(line.bbox[0] for line in prev)
+    right = max(line.bbox[2] for line in prev)
+    overlap = min(right, b.bbox[2]) - max(left, b.bbox[0])
+    if overlap < 0.5 * min(right - left, b.bbox[2] - b.bbox[0]):
+        return False
+    indent = b.bbox[0] - a.bbox[0]
+    if is_bullet(prev[0].text):
+        return indent > -0.5 * a.size
+    ended_short = a.bbox[2] < right - 2 * a.size
+    return abs(indent) < 0.8 * a.size or (indent < 0 and not ended_short)
+
+
+def classify(
+    lines: list[TextLine], style: BodyStyle, page_w: float, page_h: float, first_page: bool
+) -> LayoutBlock:
+    """Type one group of lines by position, font size, weight and leading text."""
+    body = style.size
+    box = union(line.bbox for line in lines)
+    text = " ".join(line.text for line in lines)
+    size = max(line.size for line in lines)
+    if _is_furniture(lines, box, text, size, body, page_w, page_h) is not None:
+        kind = BlockType.page_header if box[3] <= page_h / 2 else BlockType.page_footer
+        return LayoutBlock(kind, lines)
+    if CAPTION_RE.match(text):
+        return LayoutBlock(BlockType.caption, lines)
+    level = _heading_level(lines, text, size, body)
+    if level is None and _distinct_font_heading(lines, text, size, style):
+        level = 3
+    if level is not None:
+        title_like = (
+            size >= 1.5 * body and box[1] < page_h / 3 and not NUMBERED_HEADING_RE.match(text)
+        )
+        if first_page and level == 1 and title_like:
+            return LayoutBlock(BlockType.title, lines, level=1)
+        return LayoutBlock(BlockType.section_header, lines, level=level)
+    if size <= 0.85 * body and box[1] > 0.6 * page_h and re.match(r"^[\d*†‡§¹²³]", text):
+        return LayoutBlock(BlockType.footnote, lines)
+    if is_bullet(text):
+        return LayoutBlock(BlockType.list_item, lines)
+    if all(line.mono for line in lines) and len(lines) >= 2:
+        return LayoutBlock(BlockType.code, lines)
+    return LayoutBlock(BlockType.text, lines)
+
+
+def _is_furniture(
+    lines: list[TextLine],
+    box: Box,
+    text: str,
+    size: float,
+    body: float,
+    page_w: float,
+    page_h: float,
+) -> bool | None:
+    if not all(line.horizontal for line in lines) and (
+        box[2] < 0.1 * page_w or box[0] > 0.9 * page_w
+    ):
+        return True
+    in_band = box[3] <= MARGIN_BAND * page_h or box[1] >= (1 - MARGIN_BAND) * page_h
+    if not in_band or len(lines) > 2:
+        return None
+    if PAGE_NUMBER_RE.match(text.strip()) or size <= 1.05 * body:
+        return True
+    return None
+
+
+def _heading_level(lines: list[TextLine], text: str, size: float, body: float) -> int | None:
+    long_or_sentence = len(lines) > 3 or len(text) > 160 or text.endswith((".", ",", ";"))
+    if len(text) < 2 or (long_or_sentence and not (size >= 1.5 * body and len(lines) <= 4)):
+        return None
+    if not any(c.isalpha() for c in text):
+        return None
+    bold = all(line.bold for line in lines)
+    if size < 1.12 * body and not (bold and size >= 0.95 * body):
+        return None
+    numbered = NUMBERED_HEADING_RE.match(text)
+    if numbered is not None:
+        return min(numbered.group(1).count(".") + 1, 6)
+    if size >= 1.6 * body:
+        return 1
+    if size >= 1.25 * body:
+        return 2
+    return 3
+
+
+def _distinct_font_heading(lines: list[TextLine], text: str, size: float, style: BodyStyle) -> bool:
+    """A single short line, slightly larger and in another font than the body text."""
+    return (
+        len(lines) == 1
+        and len(text) < 80
+        and size >= 1.05 * style.size
+        and lines[0].font != style.font
+        and not text.endswith((".", ",", ";", ":"))
+        and any(c.isalpha() for c in text)
+    )
+
+
+def reading_order(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
+    """Headers first, body by recursive XY-cut (columns before bands), footers last."""
+    headers = [b for b in blocks if b.type == BlockType.page_header]
+    footers = [b for b in blocks if b.type == BlockType.page_footer]
+    body = [b for b in blocks if b.type not in (BlockType.page_header, BlockType.page_footer)]
+
+    def by_position(items: list[LayoutBlock]) -> list[LayoutBlock]:
+        return sorted(items, key=lambda b: (round(b.bbox[1]), b.bbox[0]))
+
+    return by_position(headers) + _xy_cut(body) + by_position(footers)
+
+
+def _gaps(spans: list[tuple[float, float]], min_gap: float) -> list[tuple[float, float]]:
+    """(cut position, gap width) between merged intervals at least min_gap apart."""
+    spans = sorted(spans)
+    cuts: list[tuple[float, float]] = []
+    end = spans[0][1]
+    for start, stop in spans[1:]:
+        if start - end >= min_gap:
+            cuts.append(((start + end) / 2, start - end))
+        end = max(end, stop)
+    return cuts
+
+
+def _partition(items: list[LayoutBlock], cuts: list[float], axis: int) -> list[list[LayoutBlock]]:
+    parts: list[list[LayoutBlock]] = [[] for _ in range(len(cuts) + 1)]
+    for item in items:
+        b = item.bbox
+        centre = (b[axis] + b[axis + 2]) / 2
+        parts[sum(1 for c in cuts if centre > c)].append(item)
+    return [p for p in parts if p]
+
+
+def _xy_cut(items: list[LayoutBlock], depth: int = 0) -> list[LayoutBlock]:
+    """Columns whenever a gutter runs through the region; otherwise cut at the widest band gap."""
+    if len(items) <= 1 or depth > 200:
+        return sorted(items, key=lambda b: (b.bbox[1], b.bbox[0]))
+    x_gaps = _gaps([(b.bbox[0], b.bbox[2]) for b in items], min_gap=6.0)
+    x_cuts = [c for c, _ in x_gaps]
+    if x_cuts and _real_columns(items, x_cuts):
+        parts = _partition(items, x_cuts, axis=0)
+    else:
+        y_gaps = _gaps([(b.bbox[1], b.bbox[3]) for b in items], min_gap=0.5)
+        if not y_gaps:
+            return sorted(items, key=lambda b: (b.bbox[1], b.bbox[0]))
+        widest = max(w for _, w in y_gaps)
+        parts = _partition(items, [c for c, w in y_gaps if w >= widest - 0.5], axis=1)
+    if len(parts) <= 1:
+        return sorted(items, key=lambda b: (b.bbox[1], b.bbox[0]))
+    out: list[LayoutBlock] = []
+    for part in parts:
+        out.extend(_xy_cut(part, depth + 1))
+    return out
+
+
+def _real_columns(items: list[LayoutBlock], cuts: list[float]) -> bool:
+    """A vertical cut is a column gutter only if text lies on both sides over some height."""
+    parts = _partition(items, cuts, axis=0)
+    if len(parts) < 2:
+        return False
+    heights = [max(b.bbox[3] for b in p) - min(b.bbox[1] for b in p) for p in parts]
+    return sum(1 for h in heights if h > 20) >= 2 or len(items) <= 3

@@ -1,0 +1,92 @@
+"""Open a PDF from a path or bytes, refusing unreadable input with a clear human reason."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pymupdf
+
+from ocr_engine.errors import BadInputError
+
+__all__ = ["open_pdf", "read_pdf_bytes"]
+
+log = logging.getLogger(__name__)
+
+_MAGIC = b"%PDF-"
+_MAGIC_WINDOW = 1024
+
+
+def read_pdf_bytes(path_or_bytes: Path | str | bytes) -> tuple[bytes, str]:
+    """The file's bytes and a name for messages; a missing or unreadable path is bad input."""
+    if isinstance(path_or_bytes, bytes | bytearray | memoryview):
+        return bytes(path_or_bytes), "<bytes>"
+    path = Path(path_or_bytes)
+    try:
+        return path.read_bytes(), path.name
+    except FileNotFoundError as exc:
+        raise BadInputError(f"{path.name}: file not found") from exc
+    except IsADirectoryError as exc:
+        raise BadInputError(f"{path.name}: is a directory, not a PDF file") from exc
+    except OSError as exc:
+        raise BadInputError(f"{path.name}: cannot be read ({exc.strerror or exc})") from exc
+
+
+def _describe_non_pdf(data: bytes) -> str:
+    head = data[:_MAGIC_WINDOW].lstrip().lower()
+    if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
+        return "is an HTML page, not a PDF"
+    if head.startswith(b"<?xml") or head.startswith(b"<"):
+        return "is XML/markup, not a PDF"
+    if head.startswith(b"pk\x03\x04"):
+        return "is a ZIP archive (maybe an Office file), not a PDF"
+    return "does not start with the %PDF- signature (not a PDF file)"
+
+
+def _check_bytes(data: bytes, name: str) -> None:
+    if not data:
+        raise BadInputError(f"{name}: the file is empty (0 bytes)")
+    if _MAGIC not in data[:_MAGIC_WINDOW]:
+        raise BadInputError(f"{name}: {_describe_non_pdf(data)}")
+
+
+def _looks_truncated(data: bytes) -> bool:
+    return b"%%EOF" not in data[-2048:]
+
+
+def open_pdf(
+    path_or_bytes: Path | str | bytes, *, password: str | None = None, name: str | None = None
+) -> pymupdf.Document:
+    """Open a PDF for reading or raise `BadInputError` saying why it cannot be read."""
+    data, default_name = read_pdf_bytes(path_or_bytes)
+    label = name or default_name
+    _check_bytes(data, label)
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
+        reason = "truncated or damaged" if _looks_truncated(data) else "damaged"
+        raise BadInputError(f"{label}: the PDF is {reason} and cannot be opened ({exc})") from exc
+    try:
+        _check_document(doc, data, label, password)
+    except BaseException:
+        doc.close()
+        raise
+    return doc
+
+
+def _check_document(doc: pymupdf.Document, data: bytes, label: str, password: str | None) -> None:
+    if not doc.is_pdf:
+        raise BadInputError(f"{label}: not a PDF document")
+    if doc.needs_pass:
+        if password is None:
+            raise BadInputError(f"{label}: the PDF is encrypted and needs a password to open")
+        if not doc.authenticate(password):
+            raise BadInputError(f"{label}: the password given does not open this encrypted PDF")
+    if doc.page_count == 0:
+        if _looks_truncated(data):
+            raise BadInputError(f"{label}: the PDF is truncated or damaged: no page can be read")
+        raise BadInputError(f"{label}: the PDF has no pages")
+    if doc.is_repaired and _looks_truncated(data):
+        raise BadInputError(f"{label}: the PDF is truncated (no end-of-file marker, broken xref)")
+    if doc.is_repaired:
+        log.warning("%s: damaged PDF was repaired by MuPDF; some content may be missing", label)

@@ -1,0 +1,103 @@
+"""The text-layer engine: a born-digital PDF page -> a structured `Page` through PyMuPDF."""
+
+from __future__ import annotations
+
+import logging
+
+import pymupdf
+
+from ocr_engine.layout import (
+    LayoutBlock,
+    body_style,
+    classify,
+    merge_paragraphs,
+    reading_order,
+    split_block,
+)
+from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
+from ocr_engine.tables import FoundTable, find_tables
+from ocr_engine.textlayer import Box, PageFrame, image_boxes, read_blocks
+
+__all__ = ["PyMuPDFEngine"]
+
+log = logging.getLogger(__name__)
+
+ENGINE_NAME = "pymupdf"
+
+
+def _centre_inside(box: Box, outer: Box, pad: float = 1.0) -> bool:
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return outer[0] - pad <= cx <= outer[2] + pad and outer[1] - pad <= cy <= outer[3] + pad
+
+
+def _rounded(box: Box) -> Box:
+    return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
+
+
+class PyMuPDFEngine:
+    """Font and position heuristics over PyMuPDF's text layer, with ruled-table detection."""
+
+    name = ENGINE_NAME
+
+    def __init__(self, *, detect_tables: bool = True) -> None:
+        self.detect_tables = detect_tables
+        self.info = EngineInfo(name=ENGINE_NAME, model=None, version=pymupdf.VersionBind)
+
+    def extract_page(self, page: pymupdf.Page) -> Page:
+        """One page as typed blocks in reading order, boxes in displayed-page points."""
+        frame = PageFrame(page)
+        width, height = frame.rect.width, frame.rect.height
+        raw_blocks = read_blocks(page, frame)
+        tables = find_tables(page, frame) if self.detect_tables else []
+        style = body_style(raw_blocks)
+        body = style.size
+        first_page = page.number == 0
+        laid: list[LayoutBlock] = []
+        table_of: dict[int, FoundTable] = {}
+        for table in tables:
+            placeholder = LayoutBlock(BlockType.table, box=table.bbox)
+            table_of[id(placeholder)] = table
+            laid.append(placeholder)
+        groups = [g for raw in raw_blocks for g in split_block(raw, body)]
+        for group in merge_paragraphs(groups, body):
+            kept = [ln for ln in group if not any(_centre_inside(ln.bbox, t.bbox) for t in tables)]
+            if kept:
+                laid.append(classify(kept, style, width, height, first_page))
+        for box in image_boxes(page, frame):
+            if not any(_centre_inside(box, t.bbox) for t in tables):
+                laid.append(LayoutBlock(BlockType.figure, box=box))
+        ordered = reading_order(laid)
+        blocks = [
+            self._to_block(item, table_of.get(id(item)), page.number + 1, index)
+            for index, item in enumerate(ordered)
+        ]
+        return Page(
+            number=page.number + 1,
+            width=width,
+            height=height,
+            rotation=page.rotation,
+            engine=self.info,
+            blocks=blocks,
+        )
+
+    @staticmethod
+    def _to_block(item: LayoutBlock, table: FoundTable | None, page_no: int, index: int) -> Block:
+        block_id = f"p{page_no}-b{index}"
+        if table is not None:
+            return Block(
+                id=block_id,
+                type=BlockType.table,
+                bbox=_rounded(table.bbox),
+                text=table.markdown,
+                lines=[Line(text=row.text, bbox=_rounded(row.bbox)) for row in table.rows],
+                html=table.html,
+                cells=table.cells,
+            )
+        return Block(
+            id=block_id,
+            type=item.type,
+            bbox=_rounded(item.bbox),
+            text=item.text,
+            level=item.level,
+            lines=[Line(text=line.text, bbox=_rounded(line.bbox)) for line in item.lines],
+        )

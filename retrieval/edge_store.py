@@ -1,0 +1,239 @@
+"""The embedded vector store: one Qdrant Edge shard in a directory, guarded by a lock."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import qdrant_edge as qe
+
+from retrieval.schema import Chunk, ScoredChunk, SearchFilter
+from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError
+
+__all__ = ["VECTOR_NAME", "EdgeStore", "build_filter"]
+
+logger = logging.getLogger(__name__)
+
+VECTOR_NAME = "dense"
+_SCROLL_PAGE = 512
+_T = TypeVar("_T")
+
+
+def build_filter(flt: SearchFilter | None) -> qe.Filter | None:
+    """The Qdrant filter for documents and an inclusive page range (any page of a chunk counts)."""
+    if flt is None:
+        return None
+    must: list[qe.FieldCondition] = []
+    if flt.doc_ids is not None:
+        must.append(qe.FieldCondition(key="doc_id", match=qe.MatchAny(list(flt.doc_ids))))
+    if flt.page_from is not None or flt.page_to is not None:
+        page_range = qe.RangeFloat(gte=flt.page_from, lte=flt.page_to)
+        must.append(qe.FieldCondition(key="pages", range=page_range))
+    return qe.Filter(must=list(must)) if must else None
+
+
+def _doc_filter(doc_id: str) -> qe.Filter:
+    return qe.Filter(must=[qe.FieldCondition(key="doc_id", match=qe.MatchValue(doc_id))])
+
+
+def _payload(chunk: Chunk) -> dict[str, Any]:
+    pages = sorted({region.page for region in chunk.regions} | {ln.page for ln in chunk.lines})
+    return {
+        "doc_id": chunk.doc_id,
+        "source": chunk.source,
+        "chunk_id": chunk.chunk_id,
+        "pages": pages,
+        "chunk": chunk.model_dump(mode="json"),
+    }
+
+
+def _chunk_of(payload: dict[str, Any] | None) -> Chunk:
+    if not payload or "chunk" not in payload:
+        raise StoreError("stored point has no chunk payload")
+    return Chunk.model_validate(payload["chunk"])
+
+
+class EdgeStore:
+    """Chunks and their dense vectors in a Qdrant Edge shard under `path`; persists and reopens."""
+
+    def __init__(self, path: Path, dim: int) -> None:
+        if dim < 1:
+            raise ValueError("dim must be >= 1")
+        self.path = Path(path)
+        self._dim = dim
+        self._lock = threading.Lock()
+        self._shard: qe.EdgeShard | None = self._open()
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""
+        points = self._points(chunks, vectors)
+        with self._lock:
+            self._write(points)
+
+    def replace_document(self, doc_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Delete every chunk of `doc_id`, then upsert `chunks`, under one lock."""
+        if any(chunk.doc_id != doc_id for chunk in chunks):
+            raise ValueError(f"every chunk must belong to {doc_id}")
+        points = self._points(chunks, vectors)
+        with self._lock:
+            shard = self._require()
+            delete = qe.UpdateOperation.delete_points_by_filter(_doc_filter(doc_id))
+            self._do(partial(shard.update, delete))
+            self._write(points)
+
+    def delete_document(self, doc_id: str) -> int:
+        """Delete every chunk of `doc_id`; returns how many there were."""
+        with self._lock:
+            shard = self._require()
+            flt = _doc_filter(doc_id)
+            n = self._do(lambda: shard.count(qe.CountRequest(exact=True, filter=flt)))
+            if n:
+                self._do(lambda: shard.update(qe.UpdateOperation.delete_points_by_filter(flt)))
+                self._do(shard.flush)
+        logger.debug("deleted %d chunks of %s", n, doc_id)
+        return n
+
+    def search(
+        self, vector: np.ndarray, limit: int, flt: SearchFilter | None = None
+    ) -> list[ScoredChunk]:
+        """The `limit` nearest chunks that pass `flt`, best first."""
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self._dim:
+            raise ValueError(f"query vector has {query.shape[0]} components, store has {self._dim}")
+        if limit < 1 or (flt is not None and flt.doc_ids is not None and not flt.doc_ids):
+            return []
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(query.tolist(), using=VECTOR_NAME),
+            filter=build_filter(flt),
+            with_payload=True,
+            with_vector=False,
+        )
+        with self._lock:
+            shard = self._require()
+            points = self._do(lambda: shard.query(request))
+        return [ScoredChunk(chunk=_chunk_of(p.payload), score=float(p.score)) for p in points]
+
+    def count(self, doc_id: str | None = None) -> int:
+        """Chunks in the store, or of one document."""
+        flt = _doc_filter(doc_id) if doc_id is not None else None
+        with self._lock:
+            shard = self._require()
+            return self._do(lambda: shard.count(qe.CountRequest(exact=True, filter=flt)))
+
+    def doc_ids(self) -> dict[str, int]:
+        """Every indexed document id with its number of chunks (a facet over the keyword index)."""
+        with self._lock:
+            shard = self._require()
+            total = self._do(lambda: shard.count(qe.CountRequest(exact=True)))
+            if total == 0:
+                return {}
+            request = qe.FacetRequest(key="doc_id", limit=total, exact=True)
+            response = self._do(lambda: shard.facet(request))
+        # the facet keeps values of deleted points with a count of 0
+        return {str(hit.value): hit.count for hit in response.hits if hit.count > 0}
+
+    def chunks(self, doc_id: str) -> list[Chunk]:
+        """Every chunk of one document, in chunk-id order."""
+        found: list[Chunk] = []
+        offset: Any = None
+        with self._lock:
+            shard = self._require()
+            while True:
+                request = qe.ScrollRequest(
+                    offset=offset, limit=_SCROLL_PAGE, filter=_doc_filter(doc_id), with_payload=True
+                )
+                records, offset = self._do(partial(shard.scroll, request))
+                found.extend(_chunk_of(record.payload) for record in records)
+                if offset is None:
+                    break
+        return sorted(found, key=lambda chunk: chunk.chunk_id)
+
+    def flush(self) -> None:
+        """Make every write durable."""
+        with self._lock:
+            shard = self._require()
+            self._do(shard.flush)
+
+    def close(self) -> None:
+        """Flush and release the shard; later calls raise StoreUnavailableError."""
+        with self._lock:
+            shard, self._shard = self._shard, None
+            if shard is not None:
+                self._do(shard.flush)
+                self._do(shard.close)
+
+    def __enter__(self) -> EdgeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open(self) -> qe.EdgeShard:
+        config = qe.EdgeConfig(
+            vectors={VECTOR_NAME: qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine)}
+        )
+        exists = (self.path / "edge_config.json").is_file()
+        try:
+            if exists:
+                shard = qe.EdgeShard.load(str(self.path), config)
+            else:
+                self.path.mkdir(parents=True, exist_ok=True)
+                shard = qe.EdgeShard.create(str(self.path), config)
+        except Exception as exc:  # the binding raises bare Exception; sort it by message
+            message = str(exc)
+            if "incompatible" in message.lower():
+                raise StoreConfigError(f"index at {self.path}: {message}") from exc
+            raise StoreUnavailableError(f"cannot open index at {self.path}: {message}") from exc
+        self._ensure_indexes(shard)
+        logger.info("%s vector index at %s", "opened" if exists else "created", self.path)
+        return shard
+
+    def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
+        present = set(self._do(shard.info).payload_schema)
+        wanted: dict[str, qe.PayloadSchemaType | qe.IntegerIndexParams] = {
+            "doc_id": qe.PayloadSchemaType.Keyword,
+            "pages": qe.IntegerIndexParams(lookup=True, range=True),
+        }
+        for field, schema in wanted.items():
+            if field not in present:
+                create = qe.UpdateOperation.create_field_index(field, schema)
+                self._do(partial(shard.update, create))
+
+    def _points(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[qe.Point]:
+        matrix = np.asarray(vectors, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape != (len(chunks), self._dim):
+            expected = (len(chunks), self._dim)
+            raise ValueError(f"vectors of shape {matrix.shape}, expected {expected}")
+        return [
+            qe.Point(chunk.point_id, {VECTOR_NAME: row.tolist()}, _payload(chunk))
+            for chunk, row in zip(chunks, matrix, strict=True)
+        ]
+
+    def _write(self, points: list[qe.Point]) -> None:
+        shard = self._require()
+        if points:
+            self._do(lambda: shard.update(qe.UpdateOperation.upsert_points(points)))
+        self._do(shard.flush)
+
+    def _require(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise StoreUnavailableError(f"index at {self.path} is closed")
+        return self._shard
+
+    def _do(self, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except StoreError:
+            raise
+        except Exception as exc:  # the binding raises bare Exception
+            raise StoreError(f"index at {self.path}: {exc}") from exc

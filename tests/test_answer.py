@@ -1,0 +1,162 @@
+"""The extractive answer: sentence choice, [n] markers, and citation boxes tighter than chunks."""
+
+from __future__ import annotations
+
+import re
+
+from retrieval.answer import NO_MATCH_ANSWER, extractive_answer, sentence_spans
+from retrieval.schema import Chunk, ChunkLine, Region, ScoredChunk
+
+DOC = "a" * 64
+
+
+def make_chunk(
+    chunk_id: str, lines: list[tuple[int, str]], *, joiner: str = " ", doc_id: str = DOC
+) -> Chunk:
+    """A chunk whose lines sit one under another on their pages (x 72..72+5*len, 12 pt high)."""
+    text = ""
+    chunk_lines: list[ChunkLine] = []
+    y: dict[int, float] = {}
+    for page, line in lines:
+        if text:
+            text += joiner
+        top = y.get(page, 100.0)
+        bbox = (72.0, top, 72.0 + 5 * len(line), top + 12.0)
+        y[page] = top + 14.0
+        chunk_lines.append(ChunkLine(page=page, bbox=bbox, start=len(text), end=len(text) + len(line)))
+        text += line
+    regions = []
+    for page in dict.fromkeys(p for p, _ in lines):
+        boxes = [cl.bbox for cl in chunk_lines if cl.page == page]
+        regions.append(
+            Region(
+                page=page,
+                bbox=(
+                    min(b[0] for b in boxes),
+                    min(b[1] for b in boxes),
+                    max(b[2] for b in boxes),
+                    max(b[3] for b in boxes),
+                ),
+            )
+        )
+    return Chunk(
+        chunk_id=chunk_id,
+        doc_id=doc_id,
+        source="report.pdf",
+        kind="text",
+        text=text,
+        embed_text=text,
+        regions=regions,
+        lines=chunk_lines,
+    )
+
+
+COMPANY = make_chunk(
+    "c0000",
+    [
+        (3, "The company was founded in 1998 in Oslo by two"),
+        (3, "engineers. Revenue grew to 12.5 million euros in"),
+        (3, "2023, driven by exports to Germany and Sweden."),
+        (3, "The board approved a dividend of 2 euros per"),
+        (3, "share. The chief executive is Kari Nordmann."),
+    ],
+)
+HIRING = make_chunk(
+    "c0001",
+    [
+        (4, "Headcount rose to 140 employees in 2023."),
+        (4, "Most new hires joined the export sales team."),
+    ],
+)
+
+
+def markers(text: str) -> set[int]:
+    return {int(n) for n in re.findall(r"\[(\d+)\]", text)}
+
+
+def area(b: tuple[float, float, float, float]) -> float:
+    return (b[2] - b[0]) * (b[3] - b[1])
+
+
+def test_citation_bbox_is_the_union_of_the_matching_lines() -> None:
+    answer = extractive_answer(
+        "How much did revenue grow in 2023?", [ScoredChunk(chunk=COMPANY, score=0.8)]
+    )
+    assert answer.text.startswith("Revenue grew to 12.5 million euros in 2023")
+    assert answer.text.endswith("[1]")
+    (citation,) = answer.citations
+    assert citation.quote == (
+        "Revenue grew to 12.5 million euros in 2023, driven by exports to Germany and Sweden."
+    )
+    second, third = COMPANY.lines[1].bbox, COMPANY.lines[2].bbox
+    assert citation.bbox == (72.0, second[1], max(second[2], third[2]), third[3])
+    assert citation.page == 3
+    assert area(citation.bbox) < area(COMPANY.regions[0].bbox)
+    assert [r.page for r in citation.regions] == [3]
+    box = ",".join(f"{v:.1f}" for v in citation.bbox)
+    assert citation.page_image_url == f"/documents/{DOC}/pages/3.png"
+    assert citation.highlight_url == f"/documents/{DOC}/pages/3.png?highlight={box}"
+    assert citation.viewer_url == f"/documents/{DOC}/pages/3/view?highlight={box}"
+    assert citation.score == 0.8
+
+
+def test_markers_in_the_answer_match_the_citations() -> None:
+    hits = [ScoredChunk(chunk=COMPANY, score=0.7), ScoredChunk(chunk=HIRING, score=0.6)]
+    answer = extractive_answer("How did revenue and headcount change in 2023?", hits)
+    assert markers(answer.text) == {c.n for c in answer.citations} == {1, 2}
+    assert [c.n for c in answer.citations] == [1, 2]
+    assert answer.citations[1].page == 4
+    assert "Headcount rose to 140" in answer.citations[1].quote
+    assert answer.text.count("[") <= 3
+
+
+def test_sentence_across_pages_gets_a_region_per_page() -> None:
+    chunk = make_chunk(
+        "c0002",
+        [(5, "Net debt fell to 40 million at the end of"), (6, "the year after the bond repaid.")],
+    )
+    answer = extractive_answer("What was net debt?", [ScoredChunk(chunk=chunk, score=0.5)])
+    (citation,) = answer.citations
+    assert [r.page for r in citation.regions] == [5, 6]
+    assert citation.page == 5
+    assert citation.bbox == chunk.lines[0].bbox
+
+
+def test_no_hits_give_a_clear_answer_and_no_citations() -> None:
+    answer = extractive_answer("Anything?", [])
+    assert answer.text == NO_MATCH_ANSWER
+    assert answer.citations == []
+
+
+def test_no_lexical_match_falls_back_to_the_top_hit() -> None:
+    hits = [ScoredChunk(chunk=HIRING, score=0.3), ScoredChunk(chunk=COMPANY, score=0.2)]
+    answer = extractive_answer("zebra quokka?", hits)
+    assert answer.text == "Headcount rose to 140 employees in 2023. [1]"
+    assert answer.citations[0].bbox == HIRING.lines[0].bbox
+
+
+def test_at_most_three_sentences() -> None:
+    chunk = make_chunk("c0003", [(1, f"Revenue in region {i} grew by {i} percent.") for i in range(8)])
+    answer = extractive_answer("revenue region grew percent", [ScoredChunk(chunk=chunk, score=0.9)])
+    assert len(re.findall(r"\[1\]", answer.text)) <= 3
+    assert len(answer.citations) == 1
+
+
+def test_sentence_spans_respect_abbreviations_and_decimals() -> None:
+    text = "See Fig. 3 for details. Growth was 12.5 percent, e.g. in Oslo. Done!\n| a | b |"
+    spans = [text[s:e] for s, e in sentence_spans(text)]
+    assert spans == [
+        "See Fig. 3 for details.",
+        "Growth was 12.5 percent, e.g. in Oslo.",
+        "Done!",
+        "| a | b |",
+    ]
+
+
+def test_numbers_weigh_in_the_choice() -> None:
+    chunk = make_chunk(
+        "c0004",
+        [(1, "Revenue in 2021 was 9 million."), (1, "Revenue in 2022 was 11 million.")],
+    )
+    answer = extractive_answer("revenue 2022", [ScoredChunk(chunk=chunk, score=0.9)])
+    assert answer.text.startswith("Revenue in 2022 was 11 million.")

@@ -1,0 +1,217 @@
+"""The text-layer engine on generated PDFs (boxes checked against pixels) and on docling PDFs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+
+from ocr_engine.extract import extract_document
+from ocr_engine.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.schema import Block, BlockType, Document, Page, PageStatus
+from tests.conftest import shared_path
+
+ZOOM = 3
+BODY = (
+    "Retrieval systems answer questions from documents and cite the page region they used. "
+    "Each answer points at the lines that support it, so a reader can check the claim quickly. "
+)
+
+
+def _reopen(doc: pymupdf.Document) -> pymupdf.Document:
+    return pymupdf.open("pdf", doc.tobytes())
+
+
+def _dark(page: pymupdf.Page) -> np.ndarray:
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(ZOOM, ZOOM), colorspace=pymupdf.csGRAY)
+    return np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width) < 128
+
+
+def _region(dark: np.ndarray, box: tuple[float, float, float, float], pad: float) -> np.ndarray:
+    x0, y0 = max(int((box[0] - pad) * ZOOM), 0), max(int((box[1] - pad) * ZOOM), 0)
+    x1, y1 = int((box[2] + pad) * ZOOM) + 1, int((box[3] + pad) * ZOOM) + 1
+    return dark[y0:y1, x0:x1]
+
+
+def _assert_box_matches_pixels(page: pymupdf.Page, box: tuple[float, float, float, float]) -> None:
+    dark = _dark(page)
+    inside = int(_region(dark, box, 0.5).sum())
+    grown = int(_region(dark, box, 8.0).sum())
+    assert inside > 20, f"no ink inside {box}"
+    assert grown == inside, f"ink just outside {box}: {grown - inside} dark pixels"
+    assert int(dark.sum()) == inside, "the page has ink the box does not cover"
+
+
+def _one_word_page(rotation: int = 0, crop: bool = False) -> pymupdf.Page:
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=600)
+    page.insert_text((120, 170), "Citation", fontsize=22)
+    if crop:
+        page.set_cropbox(pymupdf.Rect(60, 90, 360, 520))
+    page.set_rotation(rotation)
+    return _reopen(doc)[0]
+
+
+@pytest.mark.parametrize("crop", [False, True], ids=["mediabox", "offset-cropbox"])
+@pytest.mark.parametrize("rotation", [0, 90, 180, 270])
+def test_word_box_is_where_pymupdf_draws_it(rotation: int, crop: bool) -> None:
+    page = _one_word_page(rotation, crop)
+    result = PyMuPDFEngine().extract_page(page)
+    assert (result.width, result.height) == (page.rect.width, page.rect.height)
+    [block] = result.blocks
+    [line] = block.lines
+    assert line.text == "Citation"
+    _assert_box_matches_pixels(page, line.bbox)
+    _assert_box_matches_pixels(page, block.bbox)
+
+
+def _texts(page: Page, kind: BlockType | None = None) -> list[str]:
+    return [b.text for b in page.blocks if kind is None or b.type == kind]
+
+
+def test_two_columns_read_left_column_first() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "A Study of Columns", fontsize=24)
+    for i, top in enumerate((120, 260, 400)):
+        page.insert_textbox(pymupdf.Rect(72, top, 295, top + 120), f"L{i} " + BODY, fontsize=10)
+        page.insert_textbox(pymupdf.Rect(317, top, 540, top + 120), f"R{i} " + BODY, fontsize=10)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    starts = [t.split()[0] for t in _texts(result)]
+    assert starts == ["A", "L0", "L1", "L2", "R0", "R1", "R2"]
+    assert result.blocks[0].type == BlockType.title
+
+
+def test_headings_typed_with_levels() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "Structured Extraction", fontsize=24, fontname="hebo")
+    page.insert_text((72, 130), "1 Introduction", fontsize=15, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 140, 540, 200), BODY, fontsize=10)
+    page.insert_text((72, 230), "1.1 Background", fontsize=12, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 240, 540, 300), BODY, fontsize=10)
+    page.insert_text((72, 330), "- first point of the list", fontsize=10)
+    page.insert_text((72, 346), "- second point of the list", fontsize=10)
+    page.insert_text((300, 825), "7", fontsize=9)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    kinds = [(b.type, b.level, b.text.split("\n")[0][:14]) for b in result.blocks]
+    assert kinds == [
+        (BlockType.title, 1, "Structured Ext"),
+        (BlockType.section_header, 1, "1 Introduction"),
+        (BlockType.text, None, "Retrieval syst"),
+        (BlockType.section_header, 2, "1.1 Background"),
+        (BlockType.text, None, "Retrieval syst"),
+        (BlockType.list_item, None, "- first point "),
+        (BlockType.list_item, None, "- second point"),
+        (BlockType.page_footer, None, "7"),
+    ]
+
+
+def _ruled_table_page() -> pymupdf.Page:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "Table 1: Quarterly revenue", fontsize=10)
+    xs, ys = [72, 200, 330, 460], [100, 125, 150, 175]
+    for y in ys:
+        page.draw_line((xs[0], y), (xs[-1], y))
+    for x in xs:
+        # the header row spans the two value columns: no rule between them there
+        page.draw_line((x, ys[1] if x == xs[2] else ys[0]), (x, ys[-1]))
+    rows = [["Segment", "Revenue"], ["Cloud", "120", "135"], ["Devices", "80", "95"]]
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            page.insert_text((xs[c] + 5, ys[r] + 17), text, fontsize=10)
+    return _reopen(doc)[0]
+
+
+def test_ruled_table_detected_with_cells_and_spans() -> None:
+    page = _ruled_table_page()
+    result = PyMuPDFEngine().extract_page(page)
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    cells = {(c.row, c.col): c for c in table.cells}
+    assert cells[(0, 0)].text == "Segment" and cells[(0, 0)].header
+    assert cells[(0, 1)].text == "Revenue" and cells[(0, 1)].col_span == 2
+    assert cells[(2, 2)].text == "95"
+    assert table.text.splitlines()[0] == "| Segment | Revenue |   |"
+    assert [line.text for line in table.lines] == [
+        "| Segment | Revenue |   |",
+        "| Cloud | 120 | 135 |",
+        "| Devices | 80 | 95 |",
+    ]
+    assert table.html is not None and 'colspan="2"' in table.html and "<th" in table.html
+    assert all("120" not in t for t in _texts(result, BlockType.text)), "cell text duplicated"
+    assert _texts(result, BlockType.caption) == ["Table 1: Quarterly revenue"]
+
+
+def _assert_lines_in_block(block: Block) -> None:
+    position = 0
+    for line in block.lines:
+        assert line.text.strip(), f"{block.id}: empty line"
+        found = block.text.find(line.text, position)
+        assert found >= 0, f"{block.id}: {line.text!r} not in order in block text"
+        position = found + len(line.text)
+
+
+def _assert_well_formed(doc: Document) -> None:
+    for page in doc.pages:
+        assert page.status == PageStatus.ok, page.errors
+        for index, block in enumerate(page.blocks):
+            assert block.id == f"p{page.number}-b{index}"
+            x0, y0, x1, y1 = block.bbox
+            assert 0 <= x0 <= x1 <= page.width and 0 <= y0 <= y1 <= page.height
+            _assert_lines_in_block(block)
+
+
+def test_line_text_in_block_text_on_docling_pdfs() -> None:
+    folder = shared_path("docling", "pdf")
+    pdfs = sorted(folder.glob("*.pdf"))
+    assert pdfs
+    for pdf in pdfs:
+        _assert_well_formed(extract_document(pdf))
+
+
+def test_docling_headers_and_columns() -> None:
+    doc = extract_document(shared_path("docling", "pdf", "2305.03393v1-pg9.pdf"))
+    page = doc.pages[0]
+    headings = [b.text for b in page.blocks if b.type == BlockType.section_header]
+    assert headings == ["5.1 Hyper Parameter Optimization", "5.2 Quantitative Results"]
+    assert [b.level for b in page.blocks if b.type == BlockType.section_header] == [2, 2]
+    assert any(b.type == BlockType.table and b.cells for b in page.blocks)
+
+
+class _FailingOnPage2(PyMuPDFEngine):
+    def extract_page(self, page: pymupdf.Page) -> Page:
+        if page.number == 1:
+            raise ValueError("boom")
+        return super().extract_page(page)
+
+
+def test_failed_page_is_recorded_not_lost(tmp_path: Path) -> None:
+    pdf = pymupdf.open()
+    for i in range(3):
+        pdf.new_page().insert_text((72, 72), f"page {i + 1}", fontsize=12)
+    pdf.set_metadata({"title": "Three pages", "author": "folio"})
+    path = tmp_path / "three.pdf"
+    pdf.save(path)
+    doc = extract_document(path, engine=_FailingOnPage2())
+    assert [p.status for p in doc.pages] == [PageStatus.ok, PageStatus.failed, PageStatus.ok]
+    assert doc.pages[1].errors[0].message == "ValueError: boom"
+    assert doc.pages[2].blocks[0].text == "page 3"
+    assert doc.source == "three.pdf" and len(doc.doc_id) == 64
+    assert doc.metadata == {"title": "Three pages", "author": "folio"}
+
+
+def test_repeated_header_becomes_page_header() -> None:
+    pdf = pymupdf.open()
+    for i in range(4):
+        page = pdf.new_page()
+        page.insert_text((72, 70), "ACME Corp Annual Report 2024", fontsize=10)
+        page.insert_textbox(pymupdf.Rect(72, 100, 540, 300), BODY, fontsize=10)
+        page.insert_text((300, 770), f"Page {i + 1} of 4", fontsize=10)
+    doc = extract_document(pdf.tobytes())
+    for page in doc.pages:
+        assert page.blocks[0].type == BlockType.page_header
+        assert page.blocks[-1].type == BlockType.page_footer
+        _assert_lines_in_block(page.blocks[1])
