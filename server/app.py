@@ -52,6 +52,14 @@ class Health(BaseModel):
     points: int
 
 
+def get_services(request: Request) -> Services:
+    svc: Services = request.app.state.services
+    return svc
+
+
+Svc = Annotated[Services, Depends(get_services)]
+
+
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
@@ -78,12 +86,6 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
     app.state.services = services
-
-    def get_services(request: Request) -> Services:
-        svc: Services = request.app.state.services
-        return svc
-
-    Svc = Annotated[Services, Depends(get_services)]
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
