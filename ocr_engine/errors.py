@@ -3,7 +3,7 @@
 FolioError
  ├── BadInputError           the input can never succeed as is: do not retry
  ├── EngineUnavailableError  the engine could not be reached: retry with backoff
- └── EngineOutputError       the engine answered with something unusable: retry differently, then fall back
+ └── EngineOutputError       unusable engine output: retry differently, then fall back
 """
 
 from __future__ import annotations

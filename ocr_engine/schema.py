@@ -22,7 +22,7 @@ BBox = Annotated[
 
 
 class BlockType(StrEnum):
-    title = "title"
+    title = "title"  # type: ignore[assignment]
     section_header = "section_header"
     text = "text"
     list_item = "list_item"

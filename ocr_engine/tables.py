@@ -39,21 +39,27 @@ class FoundTable:
 
 
 def has_ruling(page: pymupdf.Page, min_rules: int = MIN_RULES) -> bool:
-    """Whether the page draws enough horizontal and vertical rules to hold a ruled table."""
-    horizontal = vertical = 0
+    """Whether the page draws rules at enough distinct rows and columns to hold a ruled table."""
+    rows: set[int] = set()
+    cols: set[int] = set()
     for path in page.get_cdrawings():
         for item in path.get("items", ()):
             if item[0] == "l":
-                p, q = item[1], item[2]
-                horizontal += abs(p[1] - q[1]) < 1.0 and abs(p[0] - q[0]) > 3.0
-                vertical += abs(p[0] - q[0]) < 1.0 and abs(p[1] - q[1]) > 3.0
+                (x0, y0), (x1, y1) = item[1], item[2]
             elif item[0] == "re":
-                r = item[1]
-                w, h = abs(r[2] - r[0]), abs(r[3] - r[1])
-                horizontal += 2 if h >= 2.0 else int(w > 3.0)
-                vertical += 2 if w >= 2.0 else int(h > 3.0)
-            if horizontal >= min_rules and vertical >= min_rules:
-                return True
+                x0, y0, x1, y1 = item[1]
+                if abs(x1 - x0) > 3.0 and abs(y1 - y0) > 3.0:  # a box: all four edges
+                    rows.update((round(y0), round(y1)))
+                    cols.update((round(x0), round(x1)))
+                    continue
+            else:
+                continue
+            if abs(y1 - y0) <= 3.0 and abs(x1 - x0) > 3.0:
+                rows.add(round(y0))
+            elif abs(x1 - x0) <= 3.0 and abs(y1 - y0) > 3.0:
+                cols.add(round(x0))
+        if len(rows) >= min_rules and len(cols) >= min_rules:
+            return True
     return False
 
 

@@ -48,14 +48,18 @@ def _payload(chunk: Chunk) -> dict[str, Any]:
         "source": chunk.source,
         "chunk_id": chunk.chunk_id,
         "pages": pages,
-        "chunk": chunk.model_dump(mode="json"),
+        # a JSON string: the binding converts a nested dict ~10x slower (2.4 ms vs 0.25 ms a chunk)
+        "chunk": chunk.model_dump_json(),
     }
 
 
 def _chunk_of(payload: dict[str, Any] | None) -> Chunk:
     if not payload or "chunk" not in payload:
         raise StoreError("stored point has no chunk payload")
-    return Chunk.model_validate(payload["chunk"])
+    stored = payload["chunk"]
+    if isinstance(stored, str):
+        return Chunk.model_validate_json(stored)
+    return Chunk.model_validate(stored)
 
 
 class EdgeStore:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -18,9 +19,9 @@ __all__ = ["DEFAULT_BATCH_SIZE", "Embedder", "EmbedderError", "SentenceTransform
 
 logger = logging.getLogger(__name__)
 
-# Measured on the 2-core CI machine with chunks of ~120-250 tokens (docs/benchmarks.md): throughput
-# rises steeply to 32 and flattens after; larger batches only make a waiting query wait longer.
-DEFAULT_BATCH_SIZE = 32
+# Measured on the 2-core machine (docs/benchmarks.md): throughput is flat from 8 to 64, and a query
+# waits for at most one batch in flight, so a small batch keeps /query responsive during ingest.
+DEFAULT_BATCH_SIZE = 16
 _SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two of the model's positions
 
 
@@ -74,6 +75,7 @@ class SentenceTransformerEmbedder:
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
         device: str = "cpu",
+        num_threads: int | None = None,
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else default_model_path()
         if not (self.model_path / "modules.json").is_file():
@@ -82,6 +84,7 @@ class SentenceTransformerEmbedder:
             raise ValueError("batch_size must be >= 1")
         self.batch_size = batch_size
         self.device = device
+        self.num_threads = num_threads
         self._dim = self._read_dim()
         self._max_seq_length = self._read_max_seq_length()
         self._model: Any = None
@@ -104,10 +107,19 @@ class SentenceTransformerEmbedder:
         return self._max_seq_length - _SPECIAL_TOKENS
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed passages in batches of `batch_size`; shape (len(texts), dim)."""
+        """Embed passages in batches of `batch_size`; shape (len(texts), dim).
+
+        The model is locked per batch, so a query waits for one batch at most, not the whole call.
+        """
         if not texts:
             return np.empty((0, self._dim), dtype=np.float32)
-        return self._encode(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # less padding per batch
+        vectors = np.empty((len(texts), self._dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            vectors[batch] = self._encode([texts[i] for i in batch])
+            time.sleep(0)  # let a waiting query take the lock between batches
+        return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one question; shape (dim,)."""
@@ -135,6 +147,10 @@ class SentenceTransformerEmbedder:
     def _load_model(self) -> Any:
         from sentence_transformers import SentenceTransformer
 
+        if self.num_threads is not None:
+            import torch
+
+            torch.set_num_threads(self.num_threads)  # process-wide: the caller asked for it
         logger.info("loading embedding model from %s", self.model_path)
         try:
             model = SentenceTransformer(

@@ -23,7 +23,9 @@ def make_chunk(
         top = y.get(page, 100.0)
         bbox = (72.0, top, 72.0 + 5 * len(line), top + 12.0)
         y[page] = top + 14.0
-        chunk_lines.append(ChunkLine(page=page, bbox=bbox, start=len(text), end=len(text) + len(line)))
+        chunk_lines.append(
+            ChunkLine(page=page, bbox=bbox, start=len(text), end=len(text) + len(line))
+        )
         text += line
     regions = []
     for page in dict.fromkeys(p for p, _ in lines):
@@ -136,7 +138,9 @@ def test_no_lexical_match_falls_back_to_the_top_hit() -> None:
 
 
 def test_at_most_three_sentences() -> None:
-    chunk = make_chunk("c0003", [(1, f"Revenue in region {i} grew by {i} percent.") for i in range(8)])
+    chunk = make_chunk(
+        "c0003", [(1, f"Revenue in region {i} grew by {i} percent.") for i in range(8)]
+    )
     answer = extractive_answer("revenue region grew percent", [ScoredChunk(chunk=chunk, score=0.9)])
     assert len(re.findall(r"\[1\]", answer.text)) <= 3
     assert len(answer.citations) == 1

@@ -41,7 +41,9 @@ class Pages:
         blocks = self.pages.setdefault(page, [])
         y = self.y.get(page, 72.0)
         lines = [
-            Line(text=t, bbox=(x0, y + i * LINE_HEIGHT, x0 + 5.0 * len(t), y + (i + 1) * LINE_HEIGHT))
+            Line(
+                text=t, bbox=(x0, y + i * LINE_HEIGHT, x0 + 5.0 * len(t), y + (i + 1) * LINE_HEIGHT)
+            )
             for i, t in enumerate(texts)
         ]
         bbox = (
@@ -50,7 +52,9 @@ class Pages:
             max(ln.bbox[2] for ln in lines),
             lines[-1].bbox[3],
         )
-        prefix = "#" * (level or 1) + " " if kind in (BlockType.title, BlockType.section_header) else ""
+        prefix = (
+            "#" * (level or 1) + " " if kind in (BlockType.title, BlockType.section_header) else ""
+        )
         text = prefix + ("\n" if kind == BlockType.table else " ").join(texts)
         block = Block(
             id=f"p{page}-b{len(blocks)}",

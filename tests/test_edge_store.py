@@ -1,9 +1,7 @@
-"""The Qdrant Edge store for real in tmp_path, and the retriever on top of it with the real model."""
+"""The Qdrant Edge store, for real in tmp_path, and the retriever on it with the real model."""
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +21,9 @@ DOC_A, DOC_B = "a" * 64, "b" * 64
 
 
 def make_chunk(doc_id: str, chunk_id: str, pages: list[int]) -> Chunk:
-    regions = [Region(page=p, bbox=(10.0, 10.0 * i, 100.0, 10.0 * i + 8)) for i, p in enumerate(pages)]
+    regions = [
+        Region(page=p, bbox=(10.0, 10.0 * i, 100.0, 10.0 * i + 8)) for i, p in enumerate(pages)
+    ]
     text = f"{doc_id[:1]} {chunk_id}"
     return Chunk(
         chunk_id=chunk_id,
@@ -171,7 +171,9 @@ def embedder() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder()
 
 
-def test_retriever_answers_with_cited_hits(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> None:
+def test_retriever_answers_with_cited_hits(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder
+) -> None:
     doc = report_document()
     chunks = chunk_document(doc, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens)
     with EdgeStore(tmp_path / "index", embedder.dim) as store:
@@ -188,9 +190,3 @@ def test_retriever_answers_with_cited_hits(tmp_path: Path, embedder: SentenceTra
         assert filtered.hits == [] and filtered.citations == []
         with pytest.raises(InvalidQueryError):
             retriever.query(QueryRequest(question="employees", page_from=3, page_to=2))
-        timings = []
-        for _ in range(20):
-            started = time.perf_counter()
-            retriever.query(QueryRequest(question="What happened to revenue?", top_k=5))
-            timings.append(time.perf_counter() - started)
-        assert statistics.median(timings) < 0.25  # generous: the target is 50 ms on an idle machine
