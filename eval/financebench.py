@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path(".bench/financebench"))
     parser.add_argument("--skip-llamaindex", action="store_true")
+    parser.add_argument("--skip-folio", action="store_true")
     args = parser.parse_args(argv)
     root = args.data / "financebench"
     if not root.exists():
@@ -129,8 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     questions = load_questions(root)
     pdfs = sorted((root / "pdfs").glob("*.pdf"))
-    folio = run_folio(pdfs, questions, args.work)
-    rows = [("folio", folio)]
+    rows: list[tuple[str, dict[str, object]]] = []
+    folio: dict[str, object] = {}
+    if not args.skip_folio:
+        folio = run_folio(pdfs, questions, args.work)
+        rows.append(("folio", folio))
     if not args.skip_llamaindex:
         rows.append(("LlamaIndex recipe", run_llamaindex(pdfs, questions)))
     print(f"FinanceBench dev: {len(questions)} questions over {len(pdfs)} PDFs\n")
@@ -146,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         pages, seconds = float(res["pages"]), float(res["seconds"])  # type: ignore[arg-type]
         recalls = " | ".join(f"{recall_at(ranked, questions, k):.3f}" for k in K_VALUES)
         print(f"| {name} | {pages:.0f} | {seconds:.1f} | {pages / seconds:.2f} | {recalls} |")
-    print(f"\nfolio in-process query p50: {folio['query_p50_ms']:.1f} ms")
-    if folio["failed"]:
+    if folio:
+        print(f"\nfolio in-process query p50: {folio['query_p50_ms']:.1f} ms")
+    if folio.get("failed"):
         print("folio failed files:", folio["failed"])
     return 0
 

@@ -292,11 +292,27 @@ class _Chunker:
             section_path=[heading for _, heading in self.trail],
             kind=kind,
             text=text,
-            embed_text=f"{trail_text}\n\n{text}" if trail_text else text,
+            embed_text=_embed_text(trail_text, text, kind),
             regions=_regions(units),
             lines=lines,
         )
         self.chunks.append(chunk)
+
+
+def _embed_text(trail: str, text: str, kind: str) -> str:
+    body = _compact_table(text) if kind in ("table", "table_rows") else text
+    return f"{trail}\n\n{body}" if trail else body
+
+
+def _compact_table(markdown: str) -> str:
+    """Table rows without pipes, separator rows or empty cells, so tokens go to the content."""
+    rows = []
+    for line in markdown.splitlines():
+        if _TABLE_SEPARATOR.match(line):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        rows.append(" ".join(cell for cell in cells if cell))
+    return "\n".join(row for row in rows if row)
 
 
 def _separator(previous: _Unit | None, unit: _Unit) -> str:

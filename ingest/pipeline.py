@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from ingest.catalog import Catalog, DocStatus, DocumentRecord
@@ -23,6 +24,9 @@ from retrieval.schema import Chunk
 from retrieval.store import VectorStore
 
 log = logging.getLogger(__name__)
+
+EMBED_SLICE = 64
+PageProgress = Callable[[int], None]
 
 
 class FileStatus(StrEnum):
@@ -97,8 +101,10 @@ class Ingestor:
         self.store = store
         self.options = options or IngestOptions()
 
-    def ingest_file(self, path: Path, *, force: bool = False) -> FileResult:
-        return self._index(self._prepare(path, force=force))
+    def ingest_file(
+        self, path: Path, *, force: bool = False, on_pages: PageProgress | None = None
+    ) -> FileResult:
+        return self._index(self._prepare(path, force=force), on_pages)
 
     def ingest_paths(
         self,
@@ -106,11 +112,12 @@ class Ingestor:
         *,
         force: bool = False,
         on_result: Callable[[FileResult], None] | None = None,
+        on_pages: PageProgress | None = None,
     ) -> list[FileResult]:
-        """Ingest every file; `on_result` is called as each one finishes (for progress bars)."""
+        """Ingest every file; `on_pages(n)` reports newly indexed pages, `on_result` each file."""
         results = []
         for prepared in self._prefetched(list(paths), force):
-            result = self._index(prepared)
+            result = self._index(prepared, on_pages)
             results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -152,7 +159,20 @@ class Ingestor:
             )
         return _Prepared(path, doc_id, data, document, chunks, started)
 
-    def _index(self, item: _Prepared) -> FileResult:
+    def _embed(self, chunks: list[Chunk], on_pages: PageProgress | None) -> np.ndarray:
+        """Vectors for the chunks, a slice at a time so progress moves on large documents."""
+        parts = [np.zeros((0, self.embedder.dim), dtype=np.float32)]
+        reported = 0
+        for start in range(0, len(chunks), EMBED_SLICE):
+            part = chunks[start : start + EMBED_SLICE]
+            parts.append(self.embedder.embed_documents([c.embed_text for c in part]))
+            reached = max(r.page for c in part for r in c.regions)
+            if on_pages is not None and reached > reported:
+                on_pages(reached - reported)
+                reported = reached
+        return np.concatenate(parts)
+
+    def _index(self, item: _Prepared, on_pages: PageProgress | None = None) -> FileResult:
         source = item.path.name
         if item.unchanged:
             record = self.catalog.get_record(item.doc_id)
@@ -170,7 +190,7 @@ class Ingestor:
         if item.document is None:
             return self._failed(item, item.error or "extraction produced no document")
         try:
-            vectors = self.embedder.embed_documents([c.embed_text for c in item.chunks])
+            vectors = self._embed(item.chunks, on_pages)
             self.catalog.save_pdf(item.doc_id, item.data)
             self.catalog.save_document(item.document)
             self.store.delete_document(item.doc_id)
@@ -186,6 +206,9 @@ class Ingestor:
             if p.status is PageStatus.failed
             for e in p.errors
         ]
+        if on_pages is not None:
+            done = max((r.page for c in item.chunks for r in c.regions), default=0)
+            on_pages(max(0, item.document.page_count - done))
         status = FileStatus.partial if page_errors else FileStatus.ok
         seconds = time.perf_counter() - item.started
         self.catalog.save_record(

@@ -18,6 +18,7 @@ from ingest.catalog import DocumentRecord, UnknownDocumentError
 from ingest.watcher import FolderWatcher
 from ocr_engine.schema import EngineInfo, PageStatus
 from retrieval.schema import QueryRequest, QueryResponse
+from retrieval.search import InvalidQueryError
 from server.pages import PageOutOfRangeError, PageRenderer, parse_highlight
 from server.services import Services
 
@@ -122,7 +123,10 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     @app.post("/query")
     def query(req: QueryRequest, svc: Svc) -> QueryResponse:
-        return svc.retriever.query(req)
+        try:
+            return svc.retriever.query(req)
+        except InvalidQueryError as exc:
+            raise ApiError(422, "invalid_request", str(exc)) from None
 
     @app.get("/documents")
     def documents(svc: Svc) -> list[DocumentRecord]:

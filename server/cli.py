@@ -25,6 +25,22 @@ def _settings(**overrides: Any) -> Any:
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
 
 
+def _open_services(settings: Any) -> Any:
+    """The services, or a clean exit when the index cannot be opened (`folio serve` holds it)."""
+    from retrieval.store import StoreError
+    from server.services import build_services
+
+    try:
+        return build_services(settings)
+    except StoreError as exc:
+        typer.echo(
+            f"error: {exc}\nOnly one folio process can open an index: stop `folio serve` on "
+            f"{settings.data_dir}, or use its HTTP API / watched folder instead.",
+            err=True,
+        )
+        raise typer.Exit(2) from None
+
+
 def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -80,7 +96,6 @@ def ingest(
     from tqdm import tqdm
 
     from ingest.pipeline import FileStatus, find_pdfs
-    from server.services import build_services
 
     _setup_logging(verbose)
     missing = [p for p in paths if not p.exists()]
@@ -90,16 +105,19 @@ def ingest(
     if not files and not missing:
         typer.echo("no PDF files found", err=True)
         raise typer.Exit(1)
-    services = build_services(_settings(data_dir=data_dir))
+    services = _open_services(_settings(data_dir=data_dir))
     started = time.perf_counter()
     with tqdm(total=_count_pages(files), unit="page", desc="ingest", file=sys.stderr) as bar:
 
-        def advance(result: Any) -> None:
-            bar.update(result.pages)
+        def finished(result: Any) -> None:
+            if result.status in (FileStatus.unchanged, FileStatus.failed):
+                bar.update(result.pages)
             bar.set_postfix_str(result.source[:40])
 
         try:
-            results = services.ingestor.ingest_paths(files, force=force, on_result=advance)
+            results = services.ingestor.ingest_paths(
+                files, force=force, on_result=finished, on_pages=bar.update
+            )
         finally:
             services.close()
     failed = [r for r in results if r.status is FileStatus.failed]
@@ -129,10 +147,9 @@ def query(
 ) -> None:
     """Answer QUESTION from the index, with citations."""
     from retrieval.schema import QueryRequest
-    from server.services import build_services
 
     _setup_logging(False)
-    services = build_services(_settings(data_dir=data_dir))
+    services = _open_services(_settings(data_dir=data_dir))
     try:
         response = services.retriever.query(QueryRequest(question=question, top_k=top_k))
     finally:
@@ -157,11 +174,10 @@ def serve(
     import uvicorn
 
     from server.app import create_app
-    from server.services import build_services
 
     _setup_logging(True)
     settings = _settings(data_dir=data_dir, watch_dir=watch, host=host, port=port)
-    services = build_services(settings)
+    services = _open_services(settings)
     services.embedder.embed_query("warm up")
     try:
         uvicorn.run(create_app(services), host=settings.host, port=settings.port)

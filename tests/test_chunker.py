@@ -304,3 +304,27 @@ def test_heading_levels_pop_the_trail(count_tokens: Callable[[str], int]) -> Non
 def test_empty_document_gives_no_chunks(count_tokens: Callable[[str], int]) -> None:
     doc = Document(doc_id="e" * 64, source="empty.pdf", page_count=0, pages=[])
     assert chunk_document(doc, count_tokens=count_tokens) == []
+
+
+def test_table_embed_text_spends_no_tokens_on_markup(count_tokens: Callable[[str], int]) -> None:
+    chunks = chunk_document(mixed_document(), count_tokens=count_tokens)
+    table = next(c for c in chunks if c.kind == "table")
+    assert "| Europe | 10 | 12 |" in table.text
+    assert "Europe 10 12" in table.embed_text
+    assert "|" not in table.embed_text and "---" not in table.embed_text
+
+
+def test_real_pdfs_chunk_text_is_found_in_the_lines_of_its_regions(
+    count_tokens: Callable[[str], int],
+) -> None:
+    from ocr_engine.extract import extract_document
+    from tests.conftest import shared_path
+
+    folder = shared_path("docling", "pdf")
+    for name in ("2305.03393v1-pg9.pdf", "redp5110_sampled.pdf", "right_to_left_01.pdf"):
+        doc = extract_document(folder / name)
+        chunks = chunk_document(doc, count_tokens=count_tokens, max_tokens=254)
+        assert chunks, name
+        for chunk in chunks:
+            assert chunk.lines, (name, chunk.chunk_id)
+            assert_provenance(doc, chunk)
