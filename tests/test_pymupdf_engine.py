@@ -215,3 +215,69 @@ def test_repeated_header_becomes_page_header() -> None:
         assert page.blocks[0].type == BlockType.page_header
         assert page.blocks[-1].type == BlockType.page_footer
         _assert_lines_in_block(page.blocks[1])
+
+
+def _unruled_table_page() -> pymupdf.Page:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 100), BODY, fontsize=10)
+    page.insert_text((330, 130), "2018", fontsize=9)
+    page.insert_text((430, 130), "2017", fontsize=9)
+    rows = [
+        ("Net revenue", "$ 17,360", "$ 16,202"),
+        ("Cost of sales", "(1,226)", "1,263"),
+        ("Research and development", "288", "268"),
+        ("Operating income", "$ 5,374", "$ 5,921"),
+    ]
+    for r, (label, a, b) in enumerate(rows):
+        y = 145 + 14 * r
+        page.insert_text((72, y), label, fontsize=9)
+        for x_right, value in ((352, a), (452, b)):  # figures right-aligned, no rules anywhere
+            width = pymupdf.get_text_length(value, fontsize=9)
+            page.insert_text((x_right - width, y), value, fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 220, 540, 260), BODY, fontsize=10)
+    return _reopen(doc)[0]
+
+
+def test_unruled_table_of_figures_detected() -> None:
+    page = _unruled_table_page()
+    result = PyMuPDFEngine().extract_page(page)
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert [line.text for line in table.lines] == [
+        "|   | 2018 | 2017 |",
+        "| Net revenue | $ 17,360 | $ 16,202 |",
+        "| Cost of sales | (1,226) | 1,263 |",
+        "| Research and development | 288 | 268 |",
+        "| Operating income | $ 5,374 | $ 5,921 |",
+    ]
+    _assert_lines_in_block(table)
+    cells = {(c.row, c.col): c for c in table.cells}
+    assert cells[(0, 1)].header and cells[(0, 1)].text == "2018"
+    assert cells[(3, 2)].text == "268" and not cells[(3, 2)].header
+    for line in table.lines:  # one line per markdown row, boxed around the row
+        assert line.bbox[0] >= 72 and line.bbox[2] <= 453
+    texts = _texts(result, BlockType.text)
+    assert len(texts) == 2 and all("17,360" not in t for t in texts)
+    assert [b.type for b in result.blocks] == [BlockType.text, BlockType.table, BlockType.text]
+
+
+def test_cover_blurbs_and_margin_labels_are_not_headings() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((250, 40), "Front cover", fontsize=24, fontname="hebo")
+    page.insert_text((40, 120), "Row and Column Access Control", fontsize=34, fontname="hebo")
+    page.insert_text((40, 160), "Support in IBM DB2 for i", fontsize=31, fontname="hebo")
+    blurbs = ["Implement roles and duties", "Leverage row permissions", "Protect columns by masks"]
+    for i, blurb in enumerate(blurbs):
+        page.insert_text((40, 300 + 40 * i), blurb, fontsize=14, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(200, 300, 540, 420), BODY, fontsize=10)
+    page.insert_text((40, 700), "ibm.com/redbooks", fontsize=30)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    headings = [
+        (b.type, b.text) for b in result.blocks if b.type.value in ("title", "section_header")
+    ]
+    assert headings == [
+        (BlockType.title, "Row and Column Access Control\nSupport in IBM DB2 for i"),
+    ]
+    assert set(_texts(result, BlockType.text)) >= set(blurbs) | {"ibm.com/redbooks"}
+    assert _texts(result, BlockType.page_header) == ["Front cover"]
