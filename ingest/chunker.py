@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ocr_engine.schema import Block, BlockType, Document
-from retrieval.schema import BBox, Chunk, ChunkLine, Region
+from retrieval.schema import BBox, Chunk, ChunkLine, Region, union_bbox
 
 __all__ = ["chunk_document"]
 
@@ -59,7 +59,7 @@ class _Unit:
 
     @property
     def region(self) -> Region:
-        bbox = self.block.bbox if self.whole else _union([p.bbox for p in self.pieces])
+        bbox = self.block.bbox if self.whole else union_bbox([p.bbox for p in self.pieces])
         return Region(page=self.pieces[0].page, bbox=bbox)
 
 
@@ -81,15 +81,6 @@ class _Builder:
     def take(self) -> list[_Unit]:
         units, self.units, self.tokens = self.units, [], 0
         return units
-
-
-def _union(boxes: Sequence[BBox]) -> BBox:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
 
 
 def _pieces(block: Block, page: int) -> list[_Piece]:
@@ -333,7 +324,7 @@ def _regions(units: Sequence[_Unit]) -> list[Region]:
     for unit in units:
         if previous is not None and previous.key == unit.key and not unit.whole:
             last = regions[-1]
-            regions[-1] = Region(page=last.page, bbox=_union([last.bbox, unit.region.bbox]))
+            regions[-1] = Region(page=last.page, bbox=union_bbox([last.bbox, unit.region.bbox]))
         else:
             regions.append(unit.region)
         previous = unit

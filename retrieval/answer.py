@@ -16,7 +16,7 @@ from itertools import pairwise
 from typing import NamedTuple
 from urllib.parse import quote
 
-from retrieval.schema import BBox, ChunkLine, Citation, Region, ScoredChunk
+from retrieval.schema import BBox, ChunkLine, Citation, Region, ScoredChunk, union_bbox
 
 __all__ = ["NO_MATCH_ANSWER", "Answer", "extractive_answer", "sentence_spans", "terms"]
 
@@ -153,15 +153,6 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def _union(boxes: Sequence[BBox]) -> BBox:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
-
-
 def _columns(lines: Sequence[ChunkLine]) -> list[BBox]:
     """Boxes of runs of lines that stay in one column (a jump up or sideways starts a new one)."""
     boxes: list[BBox] = []
@@ -170,7 +161,7 @@ def _columns(lines: Sequence[ChunkLine]) -> list[BBox]:
         if boxes:
             bx0, _, bx1, by1 = boxes[-1]
             if x0 < bx1 and x1 > bx0 and y0 >= by1 - (line.bbox[3] - y0):
-                boxes[-1] = _union([boxes[-1], line.bbox])
+                boxes[-1] = union_bbox([boxes[-1], line.bbox])
                 continue
         boxes.append(line.bbox)
     return boxes
@@ -188,7 +179,9 @@ def _citation(n: int, hit: ScoredChunk, chosen: list[_Sentence]) -> Citation:
     for line in lines:
         pages.setdefault(line.page, []).append(line)
     if pages:
-        regions = [Region(page=p, bbox=_union([ln.bbox for ln in ls])) for p, ls in pages.items()]
+        regions = [
+            Region(page=p, bbox=union_bbox([ln.bbox for ln in ls])) for p, ls in pages.items()
+        ]
         page = regions[0].page
         highlight = _fmt(_columns(pages[page]))
     else:  # a chunk without lines: the best we can point at is its first region
