@@ -1,10 +1,11 @@
 """Structure-aware chunking: a Document becomes Chunks along its sections and tables.
 
 Headings open sections and their trail travels with every chunk (`section_path`, and in front of
-`embed_text`). Small neighbouring text blocks of a section are merged up to the token bound, an
-oversized block is split at line boundaries, tables are their own chunks with their caption (row
-batches with the header repeated when they are large), page headers and footers are left out.
-A chunk's text is built from its blocks' lines, so every `ChunkLine` span points at a line's text.
+`embed_text` after the document's name). Small neighbouring text blocks of a section are merged up
+to the token bound, an oversized block is split at line boundaries, tables are their own chunks
+with their caption (row batches with the header repeated when they are large), page headers and
+footers are left out. A chunk's text is built from its blocks' lines, so every `ChunkLine` span
+points at a line's text.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from ocr_engine.schema import Block, BlockType, Document
 from retrieval.schema import BBox, Chunk, ChunkLine, Region, union_bbox
 
-__all__ = ["chunk_document"]
+__all__ = ["chunk_document", "document_label"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class _Chunker:
         self.chunks: list[Chunk] = []
         self.trail: list[tuple[int, str]] = []
         self._trail_cache: dict[tuple[str, ...], tuple[str, int]] = {}
+        self.label = document_label(doc)
 
     def run(self) -> list[Chunk]:
         blocks = [
@@ -157,14 +159,15 @@ class _Chunker:
             self.trail.append((level, text))
 
     def _trail_text(self) -> tuple[str, int]:
-        """The heading trail as embedded (dropping outer headings past a quarter of the bound)."""
+        """Document name and heading trail as embedded (outer headings dropped past a quarter of
+        the bound)."""
         path = tuple(text for _, text in self.trail)
         if path not in self._trail_cache:
             parts = list(path)
-            text = _TRAIL_SEPARATOR.join(parts)
-            while len(parts) > 1 and self.count(text) > self.max_tokens // 4:
+            text = _TRAIL_SEPARATOR.join([self.label, *parts])
+            while parts and self.count(text) > self.max_tokens // 4:
                 parts.pop(0)
-                text = _TRAIL_SEPARATOR.join(parts)
+                text = _TRAIL_SEPARATOR.join([self.label, *parts])
             words = text.split()
             while words and self.count(" ".join(words)) > self.max_tokens // 4:
                 words = words[: len(words) // 2]
@@ -288,6 +291,12 @@ class _Chunker:
             lines=lines,
         )
         self.chunks.append(chunk)
+
+
+def document_label(doc: Document) -> str:
+    """How a document is named in embedded text: its file name without extension or separators."""
+    stem = doc.source.rsplit(".", 1)[0] if "." in doc.source else doc.source
+    return " ".join(stem.replace("_", " ").replace("-", " ").split())
 
 
 def _embed_text(trail: str, text: str, kind: str) -> str:

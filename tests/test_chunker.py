@@ -152,7 +152,7 @@ def test_section_trail_travels_with_each_chunk(count_tokens: Callable[[str], int
     assert by_start["We"].section_path == ["Annual Report 2023", "2 Outlook"]
     europe = by_start["Europe"]
     assert europe.embed_text == (
-        "Annual Report 2023 > 1 Results > 1.1 Revenue by region\n\n" + europe.text
+        "report > Annual Report 2023 > 1 Results > 1.1 Revenue by region\n\n" + europe.text
     )
 
 
