@@ -1,6 +1,7 @@
 """Extraction speed and agreement with the Docling ground truth, folio beside PyMuPDF's own tools.
 
     python -m eval.extraction [--data ../shared/data] [--fb-pages 5] [--no-write]
+    python -m eval.extraction --dump [--no-fb] [--no-llm]   # iterate: per-page misses, no write
 
 Speed: pages/s of folio's engine, raw ``page.get_text("dict")`` and ``pymupdf4llm.to_json`` on the
 same pages in the same run (all Docling PDFs; the first ``--fb-pages`` pages of every FinanceBench
@@ -37,11 +38,23 @@ NOTES = [
     "columns (half-empty grids of merged boxes rejected as forms), and an unruled-table finder on",
     "pages with at least 10 figures: rows of words cut at wide gaps, runs of >= 3 rows with a",
     "label and figures, figure columns from overlapping numeric cells, header rows above (this",
-    "also reads dot-leader tables of contents). Headings: nothing in the 7.5% margin bands, no",
-    "URLs, and stacks of >= 3 aligned same-style headings a few lines apart are demoted to text.",
-    "It does not call the layout model (~0.7 s/page here). Remaining misses: a code listing and",
-    "a checkbox grid that Docling labels as tables; remaining heading false positives are cover",
-    "and diagram labels (Redbook covers, a syntax figure).",
+    "also reads dot-leader tables of contents). Rules, one each:",
+    "- unruled tables: a cell holding one check-box or tick glyph is a value, like a figure;",
+    "- unruled tables: a full-height gutter with running text on both sides (two columns, a",
+    "  spread) splits the page before rows are formed;",
+    "- unruled tables: header rows are those whose every cell is centred over the figure columns;",
+    "- headings: nothing in the 7.5% margin bands, and no URLs;",
+    "- headings: more letters than digits once the section number is set aside;",
+    "- headings: none ending in a trademark sign (™ ® ℠: logos and product names);",
+    "- headings: the italic or bold cut of the body font is emphasis, not a distinct-font heading;",
+    "- headings: stacks of >= 3 aligned headings of one size and font family (any cut) a few lines",
+    "  apart are a list of labels (cover blurbs, diagram labels) and become text;",
+    "- headings: a smaller non-bold line directly under a heading is its subtitle (text);",
+    "- headings: white text with no filled shape or image under it is invisible, not a heading.",
+    "It does not call the layout model (~0.7 s/page here). Remaining misses: a code listing",
+    "Docling labels as a table; the one heading false positive is a Docling heading box that",
+    "takes in the first line of the next paragraph.",
+    "`python -m eval.extraction --dump --no-fb --no-llm` lists misses per page (writes nothing).",
 ]
 
 
@@ -187,7 +200,7 @@ def timed(label: str, fn: Callable[[], int]) -> tuple[str, int, float]:
     return label, pages, time.perf_counter() - start
 
 
-def speed(files: list[Path], limit: int | None) -> list[tuple[str, int, float]]:
+def speed(files: list[Path], limit: int | None, llm: bool = True) -> list[tuple[str, int, float]]:
     """Pages/s of the three extractors on the same pages of the same files."""
     engine = PyMuPDFEngine()
 
@@ -224,20 +237,79 @@ def speed(files: list[Path], limit: int | None) -> list[tuple[str, int, float]]:
     return [
         timed("folio PyMuPDFEngine", run_ours),
         timed('raw get_text("dict")', run_dict),
-        timed("pymupdf4llm.to_json", run_llm),
+        *([timed("pymupdf4llm.to_json", run_llm)] if llm else []),
     ]
 
 
-def report(data: Path, fb_pages: int) -> str:
+def gt_texts(path: Path) -> dict[int, list[tuple[str, str, Box]]]:
+    """(label, text, top-left box) of every ground-truth text item and table per page."""
+    doc = json.loads(path.read_text())
+    heights = {int(k): v["size"]["height"] for k, v in doc["pages"].items()}
+    out: dict[int, list[tuple[str, str, Box]]] = {}
+    tables = [{**t, "label": "table"} for t in doc["tables"]]
+    for item in [*doc["texts"], *tables]:
+        for prov in item["prov"]:
+            page, b = prov["page_no"], prov["bbox"]
+            if b.get("coord_origin", "BOTTOMLEFT") == "BOTTOMLEFT":
+                box = (b["l"], heights[page] - b["t"], b["r"], heights[page] - b["b"])
+            else:
+                box = (b["l"], b["t"], b["r"], b["b"])
+            out.setdefault(page, []).append((item["label"], item.get("text", ""), box))
+    return out
+
+
+def dump(pairs: list[tuple[Path, Path]]) -> list[str]:
+    """Per page: our false-positive headings, missed headings, missed and extra tables."""
+    from ocr_engine.extract import extract_document
+
+    out: list[str] = []
+
+    def short(text: str) -> str:
+        return repr(" ".join(text.split())[:70])
+
+    def fmt(box: Box) -> str:
+        return "(" + ", ".join(f"{v:.0f}" for v in box) + ")"
+
+    for pdf, gt_path in pairs:
+        items = gt_texts(gt_path)
+        for page in extract_document(pdf).pages:
+            gt = items.get(page.number, [])
+            g_head = [(t, b) for lab, t, b in gt if lab in HEADING_KINDS]
+            g_tab = [(t, b) for lab, t, b in gt if lab == "table"]
+            heads = [b for b in page.blocks if b.type.value in HEADING_KINDS]
+            tabs = [b for b in page.blocks if b.type.value == "table"]
+            lines = []
+            for b in heads:
+                if not any(iou(b.bbox, g) >= IOU_MIN for _, g in g_head):
+                    near = max(gt, key=lambda x: iou(b.bbox, x[2]), default=None)
+                    label = f" ~gt {near[0]} {short(near[1])}" if near else ""
+                    lines.append(f"  FP heading {fmt(b.bbox)} {short(b.text)}{label}")
+            for t, g in g_head:
+                if not any(iou(b.bbox, g) >= IOU_MIN for b in heads):
+                    lines.append(f"  missed heading {fmt(g)} {short(t)}")
+            for _, g in g_tab:
+                if not any(iou(b.bbox, g) >= IOU_MIN for b in tabs):
+                    lines.append(f"  missed table {fmt(g)}")
+            for b in tabs:
+                if not any(iou(b.bbox, g) >= IOU_MIN for _, g in g_tab):
+                    lines.append(f"  FP table {fmt(b.bbox)}")
+            if lines:
+                out.append(f"{pdf.name} p.{page.number}")
+                out.extend(lines)
+    return out
+
+
+def report(data: Path, fb_pages: int, *, fb: bool = True, llm: bool = True) -> str:
     """Run every measurement and return the markdown section."""
     pairs = docling_pairs(data)
     docling_files = sorted((data / "docling" / "pdf").glob("*.pdf"))
-    fb_files = sorted((data / "financebench" / "pdfs").glob("*.pdf"))
+    fb_files = sorted((data / "financebench" / "pdfs").glob("*.pdf")) if fb else []
     ours_agree, theirs_agree = Agreement(), Agreement()
     for pdf, gt_path in pairs:
         gt = ground_truth(gt_path)
         ours_agree.add(gt, ours(pdf))
-        theirs_agree.add(gt, theirs(pdf))
+        if llm:
+            theirs_agree.add(gt, theirs(pdf))
     speed_rows = []
     for corpus, files, limit in (
         ("docling (all pages)", docling_files, None),
@@ -245,7 +317,7 @@ def report(data: Path, fb_pages: int) -> str:
     ):
         if not files:
             continue
-        results = speed(files, limit)
+        results = speed(files, limit, llm)
         cells = " | ".join(f"{n / s:.1f}" for _, n, s in results)
         speed_rows.append(f"| {corpus} | {results[0][1]} | {cells} |")
     rows = [
@@ -295,12 +367,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "data")
     parser.add_argument("--fb-pages", type=int, default=5, help="first N pages of each filing")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--dump",
+        "--verbose",
+        action="store_true",
+        help="list false-positive headings and missed tables per page (implies --no-write)",
+    )
+    parser.add_argument(
+        "--no-fb", action="store_true", help="skip FinanceBench (implies --no-write)"
+    )
+    parser.add_argument(
+        "--no-llm", action="store_true", help="skip pymupdf4llm's agreement (implies --no-write)"
+    )
     args = parser.parse_args(argv)
     if not (args.data / "docling").exists():
         parser.error(f"no docling data under {args.data}")
-    section = report(args.data, args.fb_pages)
+    partial = args.dump or args.no_fb or args.no_llm
+    if args.dump:
+        print("\n".join(dump(docling_pairs(args.data))))
+    section = report(args.data, args.fb_pages, fb=not args.no_fb, llm=not args.no_llm)
     print(section)
-    if not args.no_write:
+    if not (args.no_write or partial):
         write_section(REPO_ROOT / "docs" / "benchmarks.md", section)
     return 0
 

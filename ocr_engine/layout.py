@@ -23,6 +23,7 @@ PAGE_NUMBER_RE = re.compile(
 
 URL_RE = re.compile(r"(?:https?://|www\.|\w\.(?:com|org|net|gov|edu)\b|@\w+\.\w)", re.IGNORECASE)
 
+BRAND_MARKS = ("™", "®", "℠")  # a line ending in one is a logo or product name, not a section
 MARGIN_BAND = 0.075  # share of the page height treated as header/footer band
 
 
@@ -198,11 +199,27 @@ def _is_furniture(
     return True
 
 
+def font_family(font: str) -> str:
+    """A font name without its subset prefix and its cut: "ABCDEF+Janson-Italic" -> "janson"."""
+    name = font.split("+", 1)[-1].lower()
+    return re.split(r"[-,]", name, maxsplit=1)[0]
+
+
+def wordy(text: str) -> bool:
+    """Whether a heading candidate is made of words: more letters than digits once its leading
+    section number is set aside, no URL and no trademark sign at its end."""
+    numbered = NUMBERED_HEADING_RE.match(text)
+    rest = text[numbered.end(1) :] if numbered else text
+    letters = sum(1 for c in rest if c.isalpha())
+    digits = sum(1 for c in rest if c.isdigit())
+    return letters > digits and not URL_RE.search(text) and not text.endswith(BRAND_MARKS)
+
+
 def _heading_level(lines: list[TextLine], text: str, size: float, body: float) -> int | None:
     long_or_sentence = len(lines) > 3 or len(text) > 160 or text.endswith((".", ",", ";"))
     if len(text) < 2 or (long_or_sentence and not (size >= 1.5 * body and len(lines) <= 4)):
         return None
-    if not any(c.isalpha() for c in text) or URL_RE.search(text):
+    if not wordy(text):
         return None
     bold = all(line.bold for line in lines)
     if size < 1.12 * body and not (bold and size >= 0.95 * body):
@@ -218,14 +235,15 @@ def _heading_level(lines: list[TextLine], text: str, size: float, body: float) -
 
 
 def _distinct_font_heading(lines: list[TextLine], text: str, size: float, style: BodyStyle) -> bool:
-    """A single short line, slightly larger and in another font than the body text."""
+    """A single short line, slightly larger and in another font family than the body text
+    (the italic or bold cut of the body font is emphasis)."""
     return (
         len(lines) == 1
         and len(text) < 80
         and size >= 1.05 * style.size
-        and lines[0].font != style.font
+        and font_family(lines[0].font) != font_family(style.font)
         and not text.endswith((".", ",", ";", ":"))
-        and any(c.isalpha() for c in text)
+        and wordy(text)
     )
 
 
@@ -235,14 +253,15 @@ HEADING_TYPES = (BlockType.title, BlockType.section_header)
 def demote_heading_runs(blocks: list[LayoutBlock], min_run: int = 3) -> None:
     """Turn into text the stacks of same-style headings that introduce (almost) no content.
 
-    Three or more headings in one style, aligned (left or right) and at most a few lines
-    apart, are a list of phrases (cover blurbs, sidebars, the labels of a diagram), not sections.
+    Three or more headings in one style (size and font family, whatever the cut), aligned (left
+    or right) and at most a few lines apart, are a list of phrases (cover blurbs, sidebars, the
+    labels of a diagram), not sections.
     """
-    by_style: dict[tuple[float, str, bool], list[LayoutBlock]] = {}
+    by_style: dict[tuple[float, str], list[LayoutBlock]] = {}
     for b in blocks:
         if b.type in HEADING_TYPES and b.lines:
             first = b.lines[0]
-            by_style.setdefault((first.size, first.font, first.bold), []).append(b)
+            by_style.setdefault((first.size, font_family(first.font)), []).append(b)
     for items in by_style.values():
         items.sort(key=lambda b: b.bbox[1])
         run: list[LayoutBlock] = []
@@ -259,6 +278,43 @@ def demote_heading_runs(blocks: list[LayoutBlock], min_run: int = 3) -> None:
                 for b in run:
                     b.type, b.level = BlockType.text, None
             run = [item] if item is not None else []
+
+
+def demote_subtitles(blocks: list[LayoutBlock]) -> None:
+    """A smaller, non-bold line set directly under a heading (less than half a line below it)
+    is the heading's subtitle: text, not a section of its own."""
+    heads = [b for b in blocks if b.type in HEADING_TYPES and b.lines]
+    for b in heads:
+        if len(b.lines) != 1 or b.lines[0].bold:
+            continue
+        line = b.lines[0]
+        height = max(line.bbox[3] - line.bbox[1], 1.0)
+        for above in heads:
+            a = above.bbox
+            overlap = min(a[2], b.bbox[2]) - max(a[0], b.bbox[0])
+            if (
+                above is not b
+                and above.lines[-1].size > line.size
+                and overlap > 0.5 * (b.bbox[2] - b.bbox[0])
+                and -0.5 * height <= b.bbox[1] - a[3] <= 0.5 * height
+            ):
+                b.type, b.level = BlockType.text, None
+                break
+
+
+def demote_invisible(blocks: list[LayoutBlock], backgrounds: Sequence[Box]) -> None:
+    """Headings drawn in white with no filled shape or image under them are invisible text."""
+    for b in blocks:
+        if b.type in HEADING_TYPES and b.lines and all(line.white for line in b.lines):
+            box = b.bbox
+            if not any(
+                g[0] <= box[0] + 1
+                and g[1] <= box[1] + 1
+                and box[2] - 1 <= g[2]
+                and box[3] - 1 <= g[3]
+                for g in backgrounds
+            ):
+                b.type, b.level = BlockType.text, None
 
 
 def reading_order(blocks: list[LayoutBlock]) -> list[LayoutBlock]:

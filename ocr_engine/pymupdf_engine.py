@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pymupdf
 
@@ -11,6 +12,8 @@ from ocr_engine.layout import (
     body_style,
     classify,
     demote_heading_runs,
+    demote_invisible,
+    demote_subtitles,
     merge_paragraphs,
     reading_order,
     split_block,
@@ -37,6 +40,16 @@ def _centre_inside(box: Box, outer: Box, pad: float = 1.0) -> bool:
     return outer[0] - pad <= cx <= outer[2] + pad and outer[1] - pad <= cy <= outer[3] + pad
 
 
+def _filled(drawings: list[dict[str, Any]], frame: PageFrame) -> list[Box]:
+    """Boxes of the shapes filled with a colour other than white."""
+    out = []
+    for path in drawings:
+        fill = path.get("fill")
+        if fill is not None and min(fill, default=1.0) < 0.9:
+            out.append(frame.box(path["rect"]))
+    return out
+
+
 def _rounded(box: Box) -> Box:
     return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
 
@@ -55,7 +68,8 @@ class PyMuPDFEngine:
         frame = PageFrame(page)
         width, height = frame.rect.width, frame.rect.height
         raw_blocks = read_blocks(page, frame)
-        tables = self._tables(page, frame, raw_blocks) if self.detect_tables else []
+        drawings = page.get_cdrawings()
+        tables = self._tables(page, frame, raw_blocks, drawings) if self.detect_tables else []
         style = body_style(raw_blocks)
         body = style.size
         first_page = page.number == 0
@@ -70,11 +84,15 @@ class PyMuPDFEngine:
             kept = [ln for ln in group if not any(_centre_inside(ln.bbox, t.bbox) for t in tables)]
             if kept:
                 laid.append(classify(kept, style, width, height, first_page))
-        for box in image_boxes(page, frame):
+        images = image_boxes(page, frame)
+        for box in images:
             if not any(_centre_inside(box, t.bbox) for t in tables):
                 laid.append(LayoutBlock(BlockType.figure, box=box))
         ordered = reading_order(laid)
         demote_heading_runs(ordered)
+        demote_subtitles(ordered)
+        if any(line.white for b in ordered for line in b.lines):
+            demote_invisible(ordered, [*images, *_filled(drawings, frame)])
         blocks = [
             self._to_block(item, table_of.get(id(item)), page.number + 1, index)
             for index, item in enumerate(ordered)
@@ -90,10 +108,13 @@ class PyMuPDFEngine:
 
     @staticmethod
     def _tables(
-        page: pymupdf.Page, frame: PageFrame, raw_blocks: list[RawBlock]
+        page: pymupdf.Page,
+        frame: PageFrame,
+        raw_blocks: list[RawBlock],
+        drawings: list[dict[str, Any]],
     ) -> list[FoundTable]:
         """Ruled tables, then unruled ones on pages with enough figures (outside the ruled ones)."""
-        tables = find_tables(page, frame)
+        tables = find_tables(page, frame, drawings)
         texts = (line.text for raw in raw_blocks for line in raw.lines)
         if numeric_tokens(texts) >= MIN_NUMERIC_TOKENS:
             tables += find_unruled_tables(page, frame, exclude=[t.bbox for t in tables])

@@ -40,11 +40,13 @@ class FoundTable:
     html: str
 
 
-def has_ruling(page: pymupdf.Page, min_rules: int = MIN_RULES) -> bool:
+def has_ruling(
+    page: pymupdf.Page, min_rules: int = MIN_RULES, drawings: Sequence[dict[str, Any]] | None = None
+) -> bool:
     """Whether the page draws rules at enough distinct rows and columns to hold a ruled table."""
     rows: set[int] = set()
     cols: set[int] = set()
-    for path in page.get_cdrawings():
+    for path in page.get_cdrawings() if drawings is None else drawings:
         for item in path.get("items", ()):
             if item[0] == "l":
                 (x0, y0), (x1, y1) = item[1], item[2]
@@ -65,9 +67,11 @@ def has_ruling(page: pymupdf.Page, min_rules: int = MIN_RULES) -> bool:
     return False
 
 
-def find_tables(page: pymupdf.Page, frame: PageFrame) -> list[FoundTable]:
+def find_tables(
+    page: pymupdf.Page, frame: PageFrame, drawings: Sequence[dict[str, Any]] | None = None
+) -> list[FoundTable]:
     """Ruled tables on the page (none when the page draws no rules: the finder is costly)."""
-    if not has_ruling(page):
+    if not has_ruling(page, drawings=drawings):
         return []
     found: list[FoundTable] = []
     tables = page.find_tables(use_layout=False).tables
@@ -224,6 +228,8 @@ NUMERIC_RE = re.compile(
     r"^(?:[(\[]?[-–—+]?[$€£¥]?\(?\d[\d,.]*%?\)?[)\]]?%?\*?|[—–-]{1,3}|n/?a|nm|[ivxlc]{1,6})$",
     re.IGNORECASE,
 )
+# a cell holding one check-box or tick glyph is a value, like a figure (forms, feature matrices)
+CHECK_RE = re.compile(r"^[*✓✔✗✘☐☑☒□■▢❑❒○●◯]$")
 _CURRENCY = {"$", "€", "£", "¥", "US$"}
 _LEADER_RE = re.compile(r"^[.·…_]+$")
 MIN_NUMERIC_TOKENS = 10  # numeric tokens a page needs before its words are aligned
@@ -239,7 +245,8 @@ class _Segment:
 
     @property
     def numeric(self) -> bool:
-        return bool(NUMERIC_RE.match(self.text.replace(" ", "")))
+        text = self.text.replace(" ", "")
+        return bool(NUMERIC_RE.match(text) or CHECK_RE.match(text))
 
 
 @dataclass(slots=True)
@@ -250,12 +257,12 @@ class _Row:
 
 
 def numeric_tokens(texts: Iterable[str]) -> int:
-    """How many whitespace-separated tokens of the texts look like figures."""
+    """How many whitespace-separated tokens of the texts look like figures (or check boxes)."""
     return sum(
         1
         for text in texts
         for token in text.split()
-        if any(c.isdigit() for c in token) and NUMERIC_RE.match(token)
+        if (any(c.isdigit() for c in token) and NUMERIC_RE.match(token)) or CHECK_RE.match(token)
     )
 
 
@@ -353,8 +360,8 @@ def _columns(run: list[_Row]) -> list[tuple[float, float]]:
 
 
 def _headers(rows: list[_Row], start: int, cols: list[tuple[float, float]]) -> int:
-    """How many rows just above the run belong to it: column headers (all text over the figure
-    columns), and label rows between them and the first figures."""
+    """How many rows just above the run belong to it: column headers (every segment centred over
+    the figure columns), and label rows between them and the first figures."""
     left, right = cols[0][0] - 0.5 * (cols[0][1] - cols[0][0]) - 12.0, cols[-1][1] + 12.0
     count = taken = 0
     below = rows[start]
@@ -362,7 +369,7 @@ def _headers(rows: list[_Row], start: int, cols: list[tuple[float, float]]) -> i
         height = max(below.box[3] - below.box[1], 1.0)
         if below.box[1] - row.box[3] > 1.2 * height:
             break
-        if all(left <= s.box[0] and s.box[2] <= right for s in row.segments):
+        if all(left <= (s.box[0] + s.box[2]) / 2 <= right for s in row.segments):
             count += 1
             taken = count
         elif len(row.segments) == 1 and row.box[2] < cols[0][0] - 2.0 and count < 2:
@@ -436,7 +443,35 @@ def find_unruled_tables(
             words.append((box, str(w[4])))
     if not words:
         return []
-    rows = _rows_of(words)
+    found: list[FoundTable] = []
+    for side in _split_at_gutter(words, frame.rect.width):
+        found += _tables_in(_rows_of(side))
+    return found
+
+
+def _split_at_gutter(words: list[tuple[Box, str]], width: float) -> list[list[tuple[Box, str]]]:
+    """The words left and right of a full-height gutter in the middle of the page when both
+    sides hold running text (a two-column page or a spread); otherwise all words together."""
+    spans = sorted((b[0], b[2]) for b, _ in words)
+    end, best = spans[0][1], (0.0, 0.0)
+    for x0, x1 in spans[1:]:
+        if x0 - end > best[1] - best[0] and 0.3 * width <= (x0 + end) / 2 <= 0.7 * width:
+            best = (end, x0)
+        end = max(end, x1)
+    if best[1] - best[0] < 0.03 * width:
+        return [words]
+    cut = (best[0] + best[1]) / 2
+    sides = [[w for w in words if w[0][2] <= cut], [w for w in words if w[0][0] >= cut]]
+    for side in sides:
+        prose = sum(
+            1 for row in _rows_of(side) for seg in row.segments if len(seg.text.split()) >= 5
+        )
+        if prose < 3:
+            return [words]
+    return sides
+
+
+def _tables_in(rows: list[_Row]) -> list[FoundTable]:
     found: list[FoundTable] = []
     for run in _runs(rows):
         cols = _columns(run)

@@ -34,6 +34,7 @@ class TextLine:
     mono: bool
     horizontal: bool = True
     font: str = ""
+    white: bool = False  # every glyph drawn in white (invisible unless something dark is under it)
 
 
 @dataclass(slots=True)
@@ -95,6 +96,7 @@ def _line_from_spans(spans: list[dict[str, Any]], frame: PageFrame, direction: A
     size_weight: dict[float, int] = {}
     font_weight: dict[str, int] = {}
     bold = mono = 0
+    white = all(s.get("color") == 0xFFFFFF for s in spans)
     for s, w in zip(spans, weights, strict=True):
         size = round(s["size"], 1)
         size_weight[size] = size_weight.get(size, 0) + w
@@ -114,6 +116,7 @@ def _line_from_spans(spans: list[dict[str, Any]], frame: PageFrame, direction: A
         mono=mono >= 0.8 * total,
         horizontal=frame.horizontal(direction),
         font=max(font_weight.items(), key=lambda kv: kv[1])[0],
+        white=white,
     )
 
 
@@ -131,6 +134,7 @@ def _merge_visual_lines(lines: list[TextLine]) -> list[TextLine]:
                 bold=prev.bold and line.bold,
                 mono=prev.mono and line.mono,
                 font=prev.font,
+                white=prev.white and line.white,
             )
         else:
             merged.append(line)

@@ -281,3 +281,95 @@ def test_cover_blurbs_and_margin_labels_are_not_headings() -> None:
     ]
     assert set(_texts(result, BlockType.text)) >= set(blurbs) | {"ibm.com/redbooks"}
     assert _texts(result, BlockType.page_header) == ["Front cover"]
+
+
+def _headings(page: Page) -> list[str]:
+    return [b.text for b in page.blocks if b.type.value in ("title", "section_header")]
+
+
+def test_headings_need_words_not_numbers_urls_or_brand_marks() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Results", fontsize=16, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 110, 540, 170), BODY, fontsize=10)
+    page.insert_text((72, 200), "No. 1695/2024", fontsize=16, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 210, 540, 270), BODY, fontsize=10)
+    page.insert_text((72, 300), "Redpaper \u00ae", fontsize=16, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 310, 540, 370), BODY, fontsize=10)
+    page.insert_text((72, 400), "ibm.com/redbooks", fontsize=11, fontname="cour")
+    page.insert_textbox(pymupdf.Rect(72, 410, 540, 470), BODY, fontsize=10)
+    page.insert_text((72, 500), "2.3 Methods", fontsize=16, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 510, 540, 570), BODY, fontsize=10)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    assert _headings(result) == ["Results", "2.3 Methods"]
+
+
+def test_italic_cut_of_body_font_and_subtitle_are_not_headings() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Center of Excellence", fontsize=20, fontname="hebo")
+    page.insert_text((72, 116), "Expert help for your requirements", fontsize=14, fontname="tiit")
+    page.insert_textbox(pymupdf.Rect(72, 140, 540, 230), BODY * 2, fontsize=10, fontname="tiro")
+    page.insert_text((72, 260), "an emphasised aside", fontsize=10.6, fontname="tiit")
+    page.insert_textbox(pymupdf.Rect(72, 270, 540, 360), BODY * 2, fontsize=10, fontname="tiro")
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    assert _headings(result) == ["Center of Excellence"]
+    texts = _texts(result, BlockType.text)
+    assert "Expert help for your requirements" in texts and "an emphasised aside" in texts
+
+
+def test_diagram_labels_in_one_font_family_are_not_headings() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.draw_rect(pymupdf.Rect(60, 90, 540, 330))
+    labels = [("CREATE PERMISSION", "hebo"), ("ON table", "heit"), ("AS name", "heit")]
+    labels += [("FOR ROWS", "hebo"), ("ENFORCED FOR ALL ACCESS", "hebo")]
+    for i, (label, font) in enumerate(labels):
+        page.insert_text((72, 120 + 40 * i), label, fontsize=12, fontname=font)
+        page.insert_text((300, 110 + 40 * i), "Names the permission", fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 350, 540, 600), BODY * 4, fontsize=10)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    assert _headings(result) == []
+    assert set(_texts(result, BlockType.text)) >= {label for label, _ in labels}
+
+
+def test_invisible_white_heading_is_text_but_white_on_dark_fill_is_a_heading() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text(
+        (72, 100), "Hidden Bookmark Title", fontsize=14, fontname="hebo", color=(1, 1, 1)
+    )
+    page.insert_textbox(pymupdf.Rect(72, 120, 540, 200), BODY, fontsize=10)
+    page.draw_rect(pymupdf.Rect(60, 230, 540, 260), fill=(0.1, 0.2, 0.5), color=None)
+    page.insert_text((72, 252), "Banner Section", fontsize=14, fontname="hebo", color=(1, 1, 1))
+    page.insert_textbox(pymupdf.Rect(72, 280, 540, 360), BODY, fontsize=10)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    assert _headings(result) == ["Banner Section"]
+    assert "Hidden Bookmark Title" in _texts(result, BlockType.text)
+
+
+def test_checkbox_grid_on_a_spread_is_a_table() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page(width=1224, height=792)
+    for i in range(
+        8
+    ):  # left page of the spread: running text with check boxes at the rows' heights
+        y = 420 + 18 * i
+        page.insert_text((100, y), "*", fontsize=9)
+        page.insert_text((115, y), "Yes, at the national level of the legal aid system", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(100, 100, 520, 400), BODY * 5, fontsize=9)
+    page.insert_textbox(pymupdf.Rect(770, 100, 1160, 380), BODY * 5, fontsize=9)
+    page.insert_text((1050, 402), "State funded", fontsize=9)
+    page.insert_text((1135, 402), "CSOs", fontsize=9)
+    labels = ["Persons with disabilities", "Children", "Women", "The elderly", "Migrants"]
+    for i, label in enumerate(labels):
+        y = 420 + 18 * i
+        page.insert_text((792, y), label, fontsize=9)
+        page.insert_text((1072, y), "*", fontsize=9)
+        page.insert_text((1142, y), "*", fontsize=9)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert table.bbox[0] > 760 and table.bbox[1] < 402
+    cells = {(c.row, c.col): c.text for c in table.cells or []}
+    assert cells[(0, 1)] == "State funded" and cells[(0, 2)] == "CSOs"
+    assert cells[(1, 0)] == "Persons with disabilities" and cells[(1, 2)] == "*"
