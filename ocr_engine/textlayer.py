@@ -14,10 +14,9 @@ import pymupdf
 
 Box = tuple[float, float, float, float]
 
-# dict extraction without image binaries (figures come from get_image_info, which is cheap)
-TEXT_FLAGS = (
-    pymupdf.TEXT_PRESERVE_LIGATURES | pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
-)
+# dict extraction without image binaries (figures come from get_image_info, which is cheap);
+# ligatures are expanded ("ﬁ" -> "fi") so that text is searchable and quotable as people type it
+TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 _BOLD_FLAG = 16
 _MONO_FLAG = 8
 _MONO_NAMES = ("mono", "courier", "consola", "menlo", "inconsolata")

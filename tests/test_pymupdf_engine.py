@@ -373,3 +373,11 @@ def test_checkbox_grid_on_a_spread_is_a_table() -> None:
     cells = {(c.row, c.col): c.text for c in table.cells or []}
     assert cells[(0, 1)] == "State funded" and cells[(0, 2)] == "CSOs"
     assert cells[(1, 0)] == "Persons with disabilities" and cells[(1, 2)] == "*"
+
+
+def test_ligatures_are_expanded_so_text_reads_as_typed() -> None:
+
+    doc = extract_document(shared_path("docling", "pdf", "2305.03393v1-pg9.pdf"))
+    text = "\n".join(block.text for page in doc.pages for block in page.blocks)
+    assert "difficult financial tables" in " ".join(text.split())
+    assert not any(ch in text for ch in "\ufb00\ufb01\ufb02\ufb03\ufb04")
