@@ -193,10 +193,7 @@ class Ingestor:
             vectors = self._embed(item.chunks, on_pages)
             self.catalog.save_pdf(item.doc_id, item.data)
             self.catalog.save_document(item.document)
-            self.store.delete_document(item.doc_id)
-            if item.chunks:
-                self.store.upsert(item.chunks, vectors)
-            self.store.flush()
+            self.store.replace_document(item.doc_id, item.chunks, vectors)
         except Exception as exc:
             log.exception("indexing %s failed", item.path)
             return self._failed(item, f"indexing failed: {_describe(exc)}")
