@@ -41,20 +41,30 @@ class FoundTable:
 
 
 def has_ruling(
-    page: pymupdf.Page, min_rules: int = MIN_RULES, drawings: Sequence[dict[str, Any]] | None = None
+    page: pymupdf.Page,
+    min_rules: int = MIN_RULES,
+    drawings: Sequence[dict[str, Any]] | None = None,
+    *,
+    shaded_cells: bool = True,
 ) -> bool:
-    """Whether the page draws rules at enough distinct rows and columns to hold a ruled table."""
+    """Whether the page draws rules at enough distinct rows and columns to hold a ruled table;
+    with `shaded_cells` false, filled boxes without a stroke do not count as rules."""
     rows: set[int] = set()
     cols: set[int] = set()
+    band_width = 0.4 * page.rect.width
     for path in page.get_cdrawings() if drawings is None else drawings:
+        outlined = shaded_cells or "s" in str(path.get("type", "s"))
         for item in path.get("items", ()):
             if item[0] == "l":
                 (x0, y0), (x1, y1) = item[1], item[2]
             elif item[0] == "re":
                 x0, y0, x1, y1 = item[1]
                 if abs(x1 - x0) > 3.0 and abs(y1 - y0) > 3.0:  # a box: all four edges
-                    rows.update((round(y0), round(y1)))
-                    cols.update((round(x0), round(x1)))
+                    # wide bands shade rows: they divide no columns
+                    if outlined:
+                        rows.update((round(y0), round(y1)))
+                        if abs(x1 - x0) < band_width:
+                            cols.update((round(x0), round(x1)))
                     continue
             else:
                 continue
@@ -68,10 +78,14 @@ def has_ruling(
 
 
 def find_tables(
-    page: pymupdf.Page, frame: PageFrame, drawings: Sequence[dict[str, Any]] | None = None
+    page: pymupdf.Page,
+    frame: PageFrame,
+    drawings: Sequence[dict[str, Any]] | None = None,
+    *,
+    shaded_cells: bool = True,
 ) -> list[FoundTable]:
     """Ruled tables on the page (none when the page draws no rules: the finder is costly)."""
-    if not has_ruling(page, drawings=drawings):
+    if not has_ruling(page, drawings=drawings, shaded_cells=shaded_cells):
         return []
     found: list[FoundTable] = []
     tables = page.find_tables(use_layout=False).tables
