@@ -217,9 +217,14 @@ def test_repeated_header_becomes_page_header() -> None:
         _assert_lines_in_block(page.blocks[1])
 
 
-def _unruled_table_page() -> pymupdf.Page:
+def _unruled_table_page(*, shaded: bool = False) -> pymupdf.Page:
     doc = pymupdf.open()
     page = doc.new_page()
+    if shaded:  # as SEC filings draw tables: a filled, unstroked box behind every cell
+        for r in range(5):
+            for x0, x1 in ((70, 300), (300, 360), (360, 460)):
+                y = 120 + 14 * r
+                page.draw_rect(pymupdf.Rect(x0, y, x1, y + 13), color=None, fill=(0.85, 0.9, 1))
     page.insert_textbox(pymupdf.Rect(72, 60, 540, 100), BODY, fontsize=10)
     page.insert_text((330, 130), "2018", fontsize=9)
     page.insert_text((430, 130), "2017", fontsize=9)
@@ -239,8 +244,9 @@ def _unruled_table_page() -> pymupdf.Page:
     return _reopen(doc)[0]
 
 
-def test_unruled_table_of_figures_detected() -> None:
-    page = _unruled_table_page()
+@pytest.mark.parametrize("shaded", [False, True], ids=["bare", "shaded-cells"])
+def test_unruled_table_of_figures_detected(shaded: bool) -> None:
+    page = _unruled_table_page(shaded=shaded)
     result = PyMuPDFEngine().extract_page(page)
     [table] = [b for b in result.blocks if b.type == BlockType.table]
     assert [line.text for line in table.lines] == [
