@@ -8,6 +8,9 @@ import sys
 # subcommand -> module with a ``main(argv) -> int``
 COMMANDS: dict[str, str] = {
     "extraction": "eval.extraction",
+    "financebench": "eval.financebench",
+    "ingest_speed": "eval.ingest_speed",
+    "query_latency": "eval.query_latency",
 }
 
 

@@ -78,7 +78,7 @@ def run_folio(pdfs: list[Path], questions: list[Question], work: Path) -> dict[s
         "seconds": seconds,
         "failed": failed,
         "ranked": ranked_first,
-        "query_p50_ms": statistics.median(latencies) * 1000,
+        "query_p50_ms": statistics.median(latencies) * 1000 if latencies else float("nan"),
     }
 
 

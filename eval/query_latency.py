@@ -1,6 +1,6 @@
 """`/query` latency of a running `folio serve` (model loaded) over an existing index, on loopback.
 
-    python -m eval.query_latency --data-dir .bench/financebench [--data ../shared/data] [-n 200]
+    python -m eval.query_latency [--data-dir .bench/financebench] [--data ../shared/data] [-n 200]
 
 Starts the server as a subprocess, warms it up, then sends the FinanceBench dev questions one at a
 time (cycled up to n requests) and reports p50/p90/p99 client-side latency and the error count.
@@ -29,7 +29,7 @@ def _free_port() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--data-dir", type=Path, default=Path(".bench/financebench"))
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--top-k", type=int, default=5)
