@@ -92,6 +92,8 @@ def run_llamaindex(pdfs: list[Path], questions: list[Question]) -> dict[str, obj
     documents = SimpleDirectoryReader(input_files=[str(p) for p in pdfs]).load_data()
     counters: dict[str, int] = {}
     for doc in documents:  # the reader yields one Document per page, in page order per file
+        # pypdf can yield lone surrogates (right-to-left PDFs) that LlamaIndex cannot hash
+        doc.set_content(doc.text.encode("utf-8", "replace").decode("utf-8"))
         name = doc.metadata["file_name"]
         counters[name] = counters.get(name, 0) + 1
         doc.metadata["page_index"] = counters[name]
