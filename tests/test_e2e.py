@@ -117,6 +117,12 @@ def test_query_cites_the_lines_and_highlights_them(served: tuple[Services, str, 
     viewer = httpx.get(base + first["viewer_url"])
     assert viewer.status_code == 200 and "<img" in viewer.text
 
+    detail = httpx.get(f"{base}/documents/{first['doc_id']}").json()
+    assert detail["source"] == "volcano.pdf" and detail["status"] == "ok" and detail["pages"] == 2
+    assert [p["number"] for p in detail["page_summaries"]] == [1, 2]
+    assert detail["page_summaries"][0]["engine"]["name"] == "pymupdf"
+    assert detail["chunks"] == _services.store.count(first["doc_id"]) > 0
+
 
 def test_dropped_file_becomes_searchable(served: tuple[Services, str, Path]) -> None:
     _services, base, inbox = served

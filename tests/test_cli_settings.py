@@ -1,0 +1,47 @@
+"""The CLI's extract command and settings read from FOLIO_ environment variables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ocr_engine.schema import Document
+from server.cli import app as cli_app
+from server.settings import Settings
+from tests.pdfgen import FACTS, fact_pdf, html_named_pdf
+
+
+def test_extract_writes_the_document_json(tmp_path: Path) -> None:
+    pdf = tmp_path / "volcano.pdf"
+    pdf.write_bytes(fact_pdf(*FACTS["volcano.pdf"]))
+    out = tmp_path / "volcano.json"
+    result = CliRunner().invoke(cli_app, ["extract", str(pdf), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = Document.model_validate(json.loads(out.read_text()))
+    assert doc.source == "volcano.pdf" and doc.page_count == 2
+    first = doc.pages[0]
+    assert first.blocks[0].type == "title" and first.blocks[0].text == "Volcanic Activity Report"
+    assert any("Kelud" in b.text for b in first.blocks)
+
+
+def test_extract_refuses_a_non_pdf_with_its_reason(tmp_path: Path) -> None:
+    fake = tmp_path / "page.pdf"
+    fake.write_bytes(html_named_pdf())
+    result = CliRunner().invoke(cli_app, ["extract", str(fake)])
+    assert result.exit_code == 1
+    assert "HTML" in result.output
+
+
+def test_settings_come_from_folio_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FOLIO_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("FOLIO_PORT", "9123")
+    settings = Settings()
+    assert settings.data_dir == tmp_path / "d" and settings.port == 9123
+    monkeypatch.setenv("FOLIO_PORT", "70000")
+    with pytest.raises(ValueError, match="port"):
+        Settings()
