@@ -18,7 +18,7 @@ from ingest.catalog import Catalog, DocStatus, DocumentRecord
 from ingest.chunker import chunk_document
 from ocr_engine.errors import FolioError
 from ocr_engine.extract import extract_document
-from ocr_engine.schema import Document, PageStatus
+from ocr_engine.schema import BlockType, Document, PageStatus
 from retrieval.embedder import Embedder
 from retrieval.schema import Chunk
 from retrieval.store import VectorStore
@@ -80,6 +80,17 @@ def find_pdfs(paths: Iterable[Path]) -> list[Path]:
         else:
             found.append(path)
     return found
+
+
+def image_only_pages(document: Document) -> list[int]:
+    """Pages that show images but carry no text: their content is not searchable without OCR."""
+    return [
+        page.number
+        for page in document.pages
+        if page.status is not PageStatus.failed
+        and any(b.type is BlockType.figure for b in page.blocks)
+        and not any(b.lines for b in page.blocks)
+    ]
 
 
 def _describe(exc: BaseException) -> str:
@@ -157,6 +168,12 @@ class Ingestor:
             return _Prepared(
                 path, doc_id, data, None, [], started, error=f"internal error: {_describe(exc)}"
             )
+        if not chunks:
+            reason = (
+                f"no text could be read from its {document.page_count} page(s): image-only or "
+                "scanned pages need OCR, which is not available"
+            )
+            return _Prepared(path, doc_id, data, None, [], started, error=reason)
         return _Prepared(path, doc_id, data, document, chunks, started)
 
     def _embed(self, chunks: list[Chunk], on_pages: PageProgress | None) -> np.ndarray:
@@ -203,6 +220,10 @@ class Ingestor:
             if p.status is PageStatus.failed
             for e in p.errors
         ]
+        unread = image_only_pages(item.document)
+        if unread:
+            pages = ", ".join(map(str, unread))
+            page_errors.append(f"pages {pages}: images without a text layer (OCR not available)")
         if on_pages is not None:
             done = max((r.page for c in item.chunks for r in c.regions), default=0)
             on_pages(max(0, item.document.page_count - done))

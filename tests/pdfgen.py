@@ -52,6 +52,19 @@ def fact_pdf(title: str, sections: list[tuple[str, str]], *, filler_pages: int =
     return data
 
 
+def image_page_pdf(*, with_text_page: bool) -> bytes:
+    """A page that is only a picture (as a scan is), optionally after a page with text."""
+    doc = pymupdf.open()
+    if with_text_page:
+        doc.new_page().insert_text((72, 72), "Inspection summary: the boiler passed.", fontsize=12)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 200, 100), False)
+    pix.set_rect(pix.irect, (200, 200, 200))
+    doc.new_page().insert_image(pymupdf.Rect(72, 72, 472, 272), pixmap=pix)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
 def truncated_pdf() -> bytes:
     data = fact_pdf(*FACTS["volcano.pdf"])
     return data[: len(data) // 3]
