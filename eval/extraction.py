@@ -207,23 +207,20 @@ def speed(files: list[Path], limit: int | None, llm: bool = True) -> list[tuple[
     def page_range(doc: pymupdf.Document) -> range:
         return range(min(doc.page_count, limit) if limit else doc.page_count)
 
-    def run_ours() -> int:
-        n = 0
-        for f in files:
-            with pymupdf.open(f) as doc:
-                for i in page_range(doc):
-                    engine.extract_page(doc[i])
-                    n += 1
-        return n
+    def per_page(read: Callable[[pymupdf.Page], object]) -> Callable[[], int]:
+        def run() -> int:
+            n = 0
+            for f in files:
+                with pymupdf.open(f) as doc:
+                    for i in page_range(doc):
+                        read(doc[i])
+                        n += 1
+            return n
 
-    def run_dict() -> int:
-        n = 0
-        for f in files:
-            with pymupdf.open(f) as doc:
-                for i in page_range(doc):
-                    doc[i].get_text("dict")
-                    n += 1
-        return n
+        return run
+
+    run_ours = per_page(engine.extract_page)
+    run_dict = per_page(lambda page: page.get_text("dict"))
 
     def run_llm() -> int:
         n = 0
