@@ -119,7 +119,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     @app.get("/health")
     def health(svc: Svc) -> Health:
-        return Health(status="ok", documents=len(svc.catalog.records()), points=svc.store.count())
+        return Health(status="ok", documents=svc.catalog.count(), points=svc.store.count())
 
     @app.post("/query")
     def query(req: QueryRequest, svc: Svc) -> QueryResponse:
