@@ -13,7 +13,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_NAME = "folio.document"
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 BBox = Annotated[
     tuple[float, float, float, float],
@@ -91,6 +91,9 @@ class Page(_Model):
     height: float = Field(gt=0)
     rotation: int = 0
     engine: EngineInfo
+    route: str | None = Field(
+        default=None, description="why this engine read the page, e.g. 'no text layer'"
+    )
     status: PageStatus = PageStatus.ok
     errors: list[PageError] = Field(default_factory=list)
     blocks: list[Block] = Field(default_factory=list)

@@ -1,0 +1,68 @@
+"""Typed options for reading pages: which pages go to OCR and how the OCR engines are reached."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field, field_validator
+
+__all__ = ["CpuOcrOptions", "ExtractOptions", "OcrMode", "VLLMOptions"]
+
+DEFAULT_OCR_MODEL = "deepseek-ai/DeepSeek-OCR"
+
+
+class OcrMode(StrEnum):
+    """`auto` sends pages without a trustworthy text layer to OCR; `always`/`never` force it."""
+
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+class VLLMOptions(BaseModel):
+    """How to reach a vLLM (OpenAI-compatible) endpoint serving a document-OCR model."""
+
+    urls: list[str] = Field(min_length=1, description="base URLs ending in /v1, used in turn")
+    model: str = DEFAULT_OCR_MODEL
+    api_key: str | None = None
+    dpi: int = Field(default=144, ge=36, le=600)
+    max_pixels: int = Field(default=6_000_000, ge=100_000, description="cap on W*H of a render")
+    max_in_flight: int = Field(default=32, ge=1, le=1024)
+    render_workers: int = Field(default=2, ge=1, le=64)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    read_timeout_s: float = Field(default=600.0, gt=0)
+    retries: int = Field(default=4, ge=0, le=20, description="for connection errors, 5xx, timeouts")
+    backoff_s: float = Field(default=1.0, ge=0)
+    context_tokens: int = Field(default=8192, ge=1024, description="the model's max_model_len")
+    max_tokens: int | None = Field(default=None, ge=256, description="default: fits the context")
+    ngram_size: int = Field(default=30, ge=2)
+    window_size: int = Field(default=90, ge=2)
+    strict_ngram_size: int = Field(default=20, ge=2)
+    strict_window_size: int = Field(default=50, ge=2)
+
+    @field_validator("urls")
+    @classmethod
+    def _strip(cls, urls: list[str]) -> list[str]:
+        cleaned = [u.strip().rstrip("/") for u in urls if u.strip()]
+        if not cleaned:
+            raise ValueError("at least one endpoint URL is required")
+        for url in cleaned:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"endpoint URL must start with http:// or https://: {url!r}")
+        return cleaned
+
+
+class CpuOcrOptions(BaseModel):
+    """The CPU OCR engine (RapidOCR) used when no endpoint is configured."""
+
+    enabled: bool = True
+    dpi: int = Field(default=200, ge=36, le=600)
+    max_pixels: int = Field(default=12_000_000, ge=100_000)
+
+
+class ExtractOptions(BaseModel):
+    """Per-page routing between the text layer and the OCR engines."""
+
+    ocr: OcrMode = OcrMode.auto
+    vllm: VLLMOptions | None = None
+    cpu: CpuOcrOptions = Field(default_factory=CpuOcrOptions)
