@@ -6,20 +6,44 @@ import hashlib
 import logging
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pymupdf
-
+from ocr_engine.options import ExtractOptions
 from ocr_engine.pdf import open_pdf, read_pdf_bytes
 from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.schema import BlockType, Document, Page, PageError, PageStatus
+from ocr_engine.reader import PageCache, PageReader
+from ocr_engine.schema import BlockType, Document, Page
 
-__all__ = ["extract_document", "mark_repeated_furniture"]
+__all__ = ["PAGE_WINDOW", "extract_document", "iter_pages", "mark_repeated_furniture"]
 
 log = logging.getLogger(__name__)
 
 _DIGITS = re.compile(r"\d+")
 _FURNITURE_BAND = 0.12  # share of the page height searched for repeated headers/footers
+PAGE_WINDOW = 64  # pages routed together: OCR requests of one window are in flight at once
+
+PageCallback = Callable[[Page], None]
+
+
+def iter_pages(
+    data: bytes,
+    *,
+    name: str,
+    password: str | None = None,
+    reader: PageReader | None = None,
+    first: int = 1,
+    last: int | None = None,
+    window: int = PAGE_WINDOW,
+) -> Iterator[Page]:
+    """Pages `first`..`last` (1-based, inclusive) in order, read a window at a time."""
+    reader = reader or PageReader()
+    doc_id = hashlib.sha256(data).hexdigest()
+    with open_pdf(data, password=password, name=name) as pdf:
+        end = pdf.page_count if last is None else min(last, pdf.page_count)
+        for start in range(max(1, first), end + 1, window):
+            numbers = list(range(start, min(start + window, end + 1)))
+            yield from reader.read(pdf, data, doc_id, numbers, password=password)
 
 
 def extract_document(
@@ -28,14 +52,24 @@ def extract_document(
     source: str | None = None,
     password: str | None = None,
     engine: PyMuPDFEngine | None = None,
+    options: ExtractOptions | None = None,
+    cache: PageCache | None = None,
+    on_page: PageCallback | None = None,
 ) -> Document:
-    """The structured document of a PDF; raises `BadInputError` when the file cannot be read."""
+    """The structured document of a PDF; raises `BadInputError` when the file cannot be read.
+
+    Without `options`, pages are routed as `ExtractOptions()` says (OCR on the CPU for pages
+    without a trustworthy text layer)."""
     data, default_name = read_pdf_bytes(path)
     name = source or default_name
-    engine = engine or PyMuPDFEngine()
+    reader = PageReader(options, text_engine=engine, cache=cache)
     with open_pdf(data, password=password, name=name) as pdf:
         metadata = {k: str(v) for k, v in (pdf.metadata or {}).items() if k in ("title", "author")}
-        pages = [_extract_page(engine, pdf, index) for index in range(pdf.page_count)]
+    pages = []
+    for page in iter_pages(data, name=name, password=password, reader=reader):
+        pages.append(page)
+        if on_page is not None:
+            on_page(page)
     mark_repeated_furniture(pages)
     return Document(
         doc_id=hashlib.sha256(data).hexdigest(),
@@ -44,25 +78,6 @@ def extract_document(
         pages=pages,
         metadata={k: v for k, v in metadata.items() if v.strip()},
     )
-
-
-def _extract_page(engine: PyMuPDFEngine, pdf: pymupdf.Document, index: int) -> Page:
-    number = index + 1
-    width = height = 1.0
-    try:
-        page = pdf[index]
-        width, height = page.rect.width or 1.0, page.rect.height or 1.0
-        return engine.extract_page(page)
-    except Exception as exc:
-        log.warning("page %d failed in %s: %s", number, engine.name, exc, exc_info=True)
-        return Page(
-            number=number,
-            width=width,
-            height=height,
-            engine=engine.info,
-            status=PageStatus.failed,
-            errors=[PageError(code="engine_error", message=f"{type(exc).__name__}: {exc}")],
-        )
 
 
 def _furniture_key(text: str) -> str:
