@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -314,7 +314,10 @@ def create_app(config: SimulatorConfig) -> Starlette:
         return JSONResponse({"key": _register([page])[0]})
 
     async def add_fault(request: Request) -> JSONResponse:
-        state.faults.append(FaultRule.model_validate(await request.json()))
+        try:
+            state.faults.append(FaultRule.model_validate(await request.json()))
+        except ValidationError as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=400)
         return JSONResponse({"faults": len(state.faults)})
 
     async def clear_faults(_: Request) -> JSONResponse:

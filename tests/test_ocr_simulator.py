@@ -461,7 +461,7 @@ def test_stop_releases_hung_requests() -> None:
     stopped_in = time.monotonic() - started
     thread.join(5)
     assert results == [503]
-    assert stopped_in < 3, f"shutdown waited {stopped_in:.1f}s on a hung request"
+    assert stopped_in < 4, f"shutdown waited {stopped_in:.1f}s on a hung request"
 
 
 def test_process_mode_serves_and_stops(tmp_path: Any) -> None:
@@ -479,6 +479,17 @@ def test_process_mode_serves_and_stops(tmp_path: Any) -> None:
         assert simulator.stats.status_counts == {500: 1, 200: 1}
         assert simulator.requests[-1]["skip_special_tokens"] is False
         url = simulator.url
+        simulator.add_fault(Fault.hang)
+        hung: list[int] = []
+        thread = threading.Thread(
+            target=lambda: hung.append(post(simulator, body(image)).status_code)
+        )
+        thread.start()
+        deadline = time.monotonic() + 10
+        while simulator.stats.hanging == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    thread.join(10)
+    assert hung == [503]  # SIGTERM released the hung request
     assert process.poll() is not None
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{url}/models", timeout=2)
@@ -493,3 +504,21 @@ def test_token_estimates() -> None:
     assert gundam_image_tokens(1224, 1584) == 256 + 6 * 100  # 2x3 tiles for a portrait page
     assert gundam_image_tokens(1584, 1224) == 256 + 6 * 100
     assert gundam_image_tokens(2000, 700) == 256 + 3 * 100  # 3x1 for a wide strip
+
+
+def test_jpeg_pages_and_an_api_key() -> None:
+    buffer = io.BytesIO()
+    Image.new("RGB", (800, 1000), (250, 250, 250)).save(buffer, format="JPEG")
+    jpeg = buffer.getvalue()
+    with OcrSimulator(api_key="s3cret", model="ocr") as keyed:
+        keyed.register_image(jpeg, "<|ref|>text<|/ref|><|det|>[[1, 2, 3, 4]]<|/det|>\nhello")
+        request = body(jpeg, model="ocr")
+        request["messages"][0]["content"][0]["image_url"]["url"] = (
+            "data:image/jpeg;base64," + base64.b64encode(jpeg).decode()
+        )
+        url = f"{keyed.url}/chat/completions"
+        assert httpx.post(url, json=request).status_code == 401
+        answer = httpx.post(url, json=request, headers={"Authorization": "Bearer s3cret"})
+        assert content(answer) == "text[[1, 2, 3, 4]]\nhello"
+        with pytest.raises(SimulatorError, match="times"):
+            keyed.add_fault(Fault.hang, times=0)
