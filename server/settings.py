@@ -3,9 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from ocr_engine.options import DEFAULT_OCR_MODEL, ExtractOptions, OcrMode, VLLMOptions
+
+
+def _check_url(url: str) -> str:
+    url = url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http:// or https:// URL with a host")
+    try:
+        _ = parts.port  # raises on a port that is not a number in range
+    except ValueError as exc:
+        raise ValueError(f"{url!r} has a bad port: {exc}") from None
+    return url
+
+
+def _blank_is_none(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 class Settings(BaseSettings):
@@ -21,3 +41,60 @@ class Settings(BaseSettings):
     max_render_dpi: int = Field(default=300, ge=36, le=600)
     render_cache_pages: int = Field(default=64, ge=0)
     watch_settle_seconds: float = Field(default=1.0, ge=0.0)
+
+    qdrant_url: str | None = Field(
+        default=None, description="a Qdrant server; unset: Qdrant Edge under data_dir/index"
+    )
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection: str = Field(default="folio", pattern=r"^[A-Za-z0-9_-]{1,255}$")
+    qdrant_timeout_s: float = Field(default=10.0, gt=0, le=600)
+
+    ocr: OcrMode = Field(default=OcrMode.auto, description="which pages go to OCR")
+    ocr_url: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="comma-separated OpenAI-compatible base URLs (…/v1); empty: CPU OCR",
+    )
+    ocr_model: str = Field(default=DEFAULT_OCR_MODEL, min_length=1)
+    ocr_dpi: int = Field(default=144, ge=36, le=600)
+    ocr_max_in_flight: int = Field(default=32, ge=1, le=1024)
+    ocr_api_key: SecretStr | None = None
+
+    @field_validator("qdrant_url", "qdrant_api_key", "ocr_api_key", mode="before")
+    @classmethod
+    def _unset_when_blank(cls, value: Any) -> Any:
+        return _blank_is_none(value)
+
+    @field_validator("qdrant_url")
+    @classmethod
+    def _qdrant_url(cls, url: str | None) -> str | None:
+        return _check_url(url) if url is not None else None
+
+    @field_validator("ocr", mode="before")
+    @classmethod
+    def _ocr_mode(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("ocr_url", mode="before")
+    @classmethod
+    def _split_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part for part in (p.strip() for p in value.split(",")) if part]
+        return value
+
+    @field_validator("ocr_url")
+    @classmethod
+    def _ocr_urls(cls, urls: list[str]) -> list[str]:
+        return [_check_url(url) for url in urls]
+
+    def extract_options(self) -> ExtractOptions:
+        """How pages are read: the OCR mode, and the vLLM endpoints when any are configured."""
+        vllm = None
+        if self.ocr_url:
+            vllm = VLLMOptions(
+                urls=self.ocr_url,
+                model=self.ocr_model,
+                api_key=self.ocr_api_key.get_secret_value() if self.ocr_api_key else None,
+                dpi=self.ocr_dpi,
+                max_in_flight=self.ocr_max_in_flight,
+            )
+        return ExtractOptions(ocr=self.ocr, vllm=vllm)

@@ -1,0 +1,363 @@
+"""The server vector store: one collection on a Qdrant server (or qdrant-client's local mode).
+
+Same point ids, payload and filters as `EdgeStore`, so both give the same results. Errors:
+unreachable server, timeouts and 5xx -> StoreUnavailableError (retry later); a collection of another
+vector size or a refused API key -> StoreConfigError; anything else -> StoreError.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar, assert_never
+
+import numpy as np
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from retrieval.schema import Chunk, ScoredChunk, SearchFilter
+from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError
+from retrieval.store_common import (
+    DOC_ID_FIELD,
+    PAYLOAD_INDEXES,
+    SCROLL_PAGE,
+    VECTOR_NAME,
+    FilterSpec,
+    IndexKind,
+    IntRange,
+    MatchAny,
+    MatchValue,
+    chunk_from_payload,
+    chunk_payload,
+    doc_filter,
+    matches_nothing,
+    query_vector,
+    search_filter,
+    stale_filter,
+    vector_rows,
+)
+
+__all__ = ["DEFAULT_COLLECTION", "QdrantServerStore", "qdrant_filter"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_COLLECTION = "folio"
+# points per upsert request: 256 x 384 floats is ~1 MB of JSON, far below the server's 32 MB limit
+_UPSERT_BATCH = 256
+_T = TypeVar("_T")
+
+
+def qdrant_filter(spec: FilterSpec) -> qm.Filter:
+    """The qdrant-client filter for a shared filter description."""
+    must: list[qm.Condition] = []
+    for cond in spec.must:
+        if isinstance(cond, MatchValue):
+            must.append(qm.FieldCondition(key=cond.key, match=qm.MatchValue(value=cond.value)))
+        elif isinstance(cond, MatchAny):
+            match = qm.MatchAny(any=list(cond.values))
+            must.append(qm.FieldCondition(key=cond.key, match=match))
+        elif isinstance(cond, IntRange):
+            bounds = qm.Range(gte=cond.gte, lte=cond.lte)
+            must.append(qm.FieldCondition(key=cond.key, range=bounds))
+        else:
+            assert_never(cond)
+    must_not: list[qm.Condition] | None = None
+    if spec.exclude_ids:
+        must_not = [qm.HasIdCondition(has_id=list(spec.exclude_ids))]
+    return qm.Filter(must=must, must_not=must_not)
+
+
+def index_params(kind: IndexKind) -> qm.PayloadSchemaParams:
+    """The server's payload index for a shared index kind."""
+    if kind == "keyword":
+        return qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)
+    return qm.IntegerIndexParams(type=qm.IntegerIndexType.INTEGER, lookup=True, range=True)
+
+
+class QdrantServerStore:
+    """Chunks and their dense vectors in one collection of a Qdrant server.
+
+    Give exactly one of `url` (a server), `location=":memory:"` or `path` (qdrant-client's local
+    mode, an in-process stand-in for tests; one process at a time for `path`).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        dim: int,
+        collection: str = DEFAULT_COLLECTION,
+        api_key: str | None = None,
+        location: str | None = None,
+        path: Path | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        if dim < 1:
+            raise ValueError("dim must be >= 1")
+        if sum(x is not None for x in (url, location, path)) != 1:
+            raise ValueError("give exactly one of url, location or path")
+        if location is not None and location != ":memory:":
+            raise ValueError("location must be ':memory:' (use url for a server)")
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError(f"Qdrant URL must start with http:// or https://: {url!r}")
+        self._dim = dim
+        self.collection = collection
+        self.where = url or (str(path) if path is not None else ":memory:")
+        self._local = url is None
+        self._lock = threading.Lock()
+        client = self._connect(url, api_key, location, path, timeout_s)
+        self._client: QdrantClient | None = client
+        try:
+            self._ensure_collection()
+        except BaseException:
+            self._client = None
+            client.close()
+            raise
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""
+        points = self._points(chunks, vectors)
+        with self._lock:
+            self._upsert(points)
+
+    def replace_document(self, doc_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Upsert `chunks`, then delete the document's other points, so it never vanishes.
+
+        Chunks that keep their id are overwritten in place; in local mode searches wait for the
+        whole replacement. A server offers no transaction, so a search from another client during
+        the final delete may still see the stale chunks beside the new ones, never neither.
+        """
+        if any(chunk.doc_id != doc_id for chunk in chunks):
+            raise ValueError(f"every chunk must belong to {doc_id}")
+        points = self._points(chunks, vectors)
+        stale = qm.FilterSelector(
+            filter=qdrant_filter(stale_filter(doc_id, [c.point_id for c in chunks]))
+        )
+        with self._lock:
+            self._upsert(points)
+            client = self._require()
+            self._do(partial(client.delete, self.collection, points_selector=stale, wait=True))
+
+    def delete_document(self, doc_id: str) -> int:
+        """Delete every chunk of `doc_id`; returns how many there were."""
+        flt = qdrant_filter(doc_filter(doc_id))
+        with self._lock:
+            client = self._require()
+            n = self._do(lambda: client.count(self.collection, count_filter=flt, exact=True).count)
+            if n:
+                delete = partial(
+                    client.delete, self.collection, qm.FilterSelector(filter=flt), wait=True
+                )
+                self._do(delete)
+        logger.debug("deleted %d chunks of %s", n, doc_id)
+        return n
+
+    def search(
+        self, vector: np.ndarray, limit: int, flt: SearchFilter | None = None
+    ) -> list[ScoredChunk]:
+        """The `limit` nearest chunks that pass `flt`, best first."""
+        query = query_vector(vector, self._dim)
+        if limit < 1 or matches_nothing(flt):
+            return []
+        spec = search_filter(flt)
+        query_filter = qdrant_filter(spec) if spec is not None else None
+        with self._reading():
+            client = self._require()
+            response = self._do(
+                lambda: client.query_points(
+                    self.collection,
+                    query=query,
+                    using=VECTOR_NAME,
+                    query_filter=query_filter,
+                    limit=limit,
+                    with_payload=True,
+                    with_vectors=False,
+                )
+            )
+        return [
+            ScoredChunk(chunk=chunk_from_payload(p.payload), score=float(p.score))
+            for p in response.points
+        ]
+
+    def count(self, doc_id: str | None = None) -> int:
+        """Chunks in the store, or of one document."""
+        flt = qdrant_filter(doc_filter(doc_id)) if doc_id is not None else None
+        with self._reading():
+            client = self._require()
+            return self._do(
+                lambda: client.count(self.collection, count_filter=flt, exact=True).count
+            )
+
+    def doc_ids(self) -> dict[str, int]:
+        """Every indexed document id with its number of chunks (a facet over the keyword index)."""
+        with self._reading():
+            client = self._require()
+            total = self._do(lambda: client.count(self.collection, exact=True).count)
+            if total == 0:
+                return {}
+            response = self._do(
+                lambda: client.facet(self.collection, key=DOC_ID_FIELD, limit=total, exact=True)
+            )
+        return {str(hit.value): hit.count for hit in response.hits if hit.count > 0}
+
+    def chunks(self, doc_id: str) -> list[Chunk]:
+        """Every chunk of one document, in chunk-id order."""
+        flt = qdrant_filter(doc_filter(doc_id))
+        found: list[Chunk] = []
+        offset: Any = None
+        with self._reading():
+            client = self._require()
+            while True:
+                page = partial(
+                    client.scroll,
+                    self.collection,
+                    scroll_filter=flt,
+                    limit=SCROLL_PAGE,
+                    offset=offset,
+                    with_payload=True,
+                    with_vectors=False,
+                )
+                records, offset = self._do(page)
+                found.extend(chunk_from_payload(record.payload) for record in records)
+                if offset is None:
+                    break
+        return sorted(found, key=lambda chunk: chunk.chunk_id)
+
+    def flush(self) -> None:
+        """Every write already waited for the server to apply it; checks the store is open."""
+        with self._lock:
+            self._require()
+
+    def close(self) -> None:
+        """Release the client; later calls raise StoreUnavailableError."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> QdrantServerStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _connect(
+        self,
+        url: str | None,
+        api_key: str | None,
+        location: str | None,
+        path: Path | None,
+        timeout_s: float,
+    ) -> QdrantClient:
+        try:
+            if url is not None:
+                # the version check runs in a thread and only warns; our first call checks instead
+                return QdrantClient(
+                    url=url,
+                    api_key=api_key,
+                    timeout=max(1, math.ceil(timeout_s)),
+                    check_compatibility=False,
+                )
+            if path is not None:
+                Path(path).mkdir(parents=True, exist_ok=True)
+                # calls from several threads are serialised by this store's lock
+                return QdrantClient(path=str(path), force_disable_check_same_thread=True)
+            return QdrantClient(location=location, force_disable_check_same_thread=True)
+        except RuntimeError as exc:  # local mode: the folder is locked by another client
+            raise StoreUnavailableError(f"cannot open Qdrant at {self.where}: {exc}") from exc
+
+    def _ensure_collection(self) -> None:
+        client = self._require()
+        name = self.collection
+        if not self._do(lambda: client.collection_exists(name)):
+            vectors = {VECTOR_NAME: qm.VectorParams(size=self._dim, distance=qm.Distance.COSINE)}
+            try:
+                self._do(lambda: client.create_collection(name, vectors_config=vectors))
+                logger.info("created collection %s at %s", name, self.where)
+            except StoreError:
+                if not self._do(lambda: client.collection_exists(name)):
+                    raise  # not a race with another process creating it
+        info = self._do(lambda: client.get_collection(name))
+        self._check_vectors(info)
+        if self._local:
+            return  # local mode has no payload indexes (it warns and ignores them)
+        for field, kind in PAYLOAD_INDEXES.items():
+            if field not in info.payload_schema:
+                create = partial(
+                    client.create_payload_index,
+                    name,
+                    field_name=field,
+                    field_schema=index_params(kind),
+                    wait=True,
+                )
+                self._do(create)
+                logger.info("created payload index %s on %s", field, name)
+
+    def _check_vectors(self, info: qm.CollectionInfo) -> None:
+        vectors = info.config.params.vectors
+        params = vectors.get(VECTOR_NAME) if isinstance(vectors, dict) else None
+        where = f"collection {self.collection!r} at {self.where}"
+        if params is None:
+            raise StoreConfigError(
+                f"{where} has no {VECTOR_NAME!r} vector: it was not made by folio; "
+                "use another collection name"
+            )
+        if params.size != self._dim:
+            raise StoreConfigError(
+                f"{where} holds {params.size}-dim vectors, the embedder makes {self._dim}: "
+                "use another collection name or the embedding model it was built with"
+            )
+        if params.distance != qm.Distance.COSINE:
+            raise StoreConfigError(f"{where} uses {params.distance} distance, folio needs Cosine")
+
+    def _points(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[qm.PointStruct]:
+        matrix = vector_rows(chunks, vectors, self._dim)
+        return [
+            qm.PointStruct(
+                id=chunk.point_id, vector={VECTOR_NAME: row.tolist()}, payload=chunk_payload(chunk)
+            )
+            for chunk, row in zip(chunks, matrix, strict=True)
+        ]
+
+    def _upsert(self, points: list[qm.PointStruct]) -> None:
+        client = self._require()
+        for start in range(0, len(points), _UPSERT_BATCH):
+            batch = points[start : start + _UPSERT_BATCH]
+            self._do(partial(client.upsert, self.collection, points=batch, wait=True))
+
+    def _reading(self) -> AbstractContextManager[Any]:
+        """Reads take the lock in local mode (not thread-safe); a server serves them in parallel."""
+        return self._lock if self._local else nullcontext()
+
+    def _require(self) -> QdrantClient:
+        if self._client is None:
+            raise StoreUnavailableError(f"Qdrant store at {self.where} is closed")
+        return self._client
+
+    def _do(self, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except StoreError:
+            raise
+        except ResponseHandlingException as exc:  # no response: refused, unresolvable, timed out
+            raise StoreUnavailableError(f"cannot reach Qdrant at {self.where}: {exc}") from exc
+        except UnexpectedResponse as exc:
+            status = exc.status_code or 0
+            detail = f"Qdrant at {self.where} answered {status} {exc.reason_phrase}"
+            if status in (401, 403):
+                raise StoreConfigError(f"{detail}: check the API key") from exc
+            if status == 429 or status >= 500:
+                raise StoreUnavailableError(detail) from exc
+            raise StoreError(f"{detail}: {exc.content[:200]!r}") from exc
+        except Exception as exc:  # local mode raises ValueError and others for bad requests
+            raise StoreError(f"Qdrant at {self.where}: {exc}") from exc
