@@ -1,0 +1,104 @@
+"""docker-compose.yml: valid against the Compose Specification, and wired as folio expects."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from jsonschema import Draft7Validator
+
+from server.settings import Settings
+from tests.conftest import REPO_ROOT, shared_path
+
+COMPOSE = REPO_ROOT / "docker-compose.yml"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    loaded = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_it_follows_the_compose_specification(compose: dict[str, Any]) -> None:
+    schema = json.loads(shared_path("compose_spec", "compose-spec.json").read_text("utf-8"))
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in Draft7Validator(schema).iter_errors(compose)
+    ]
+    assert errors == []
+
+
+def test_folio_points_at_the_qdrant_and_vllm_services(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = compose["services"]
+    folio = services["folio"]
+    env = folio["environment"]
+    qdrant, ocr = urlsplit(env["FOLIO_QDRANT_URL"]), urlsplit(env["FOLIO_OCR_URL"])
+    assert (qdrant.hostname, qdrant.port) == ("qdrant", 6333)
+    assert (ocr.hostname, ocr.port, ocr.path) == ("vllm", 8000, "/v1")
+    assert qdrant.hostname in services and ocr.hostname in services
+    assert folio["depends_on"] == {
+        "qdrant": {"condition": "service_healthy"},
+        "vllm": {"condition": "service_healthy"},
+    }
+    assert folio["build"] == "."
+    assert "folio-data:/data" in folio["volumes"]
+    assert any(v.split(":")[1] == "/inbox" for v in folio["volumes"])
+    # the same variables make valid settings, with the vLLM endpoint and model served below
+    for name, value in env.items():
+        if "${" not in str(value):
+            monkeypatch.setenv(name, str(value))
+    options = Settings().extract_options()
+    assert options.vllm is not None
+    assert options.vllm.urls == ["http://vllm:8000/v1"]
+    assert options.vllm.model == services["vllm"]["command"][0]
+
+
+def test_vllm_serves_deepseek_ocr_with_the_recipe_flags(compose: dict[str, Any]) -> None:
+    vllm = compose["services"]["vllm"]
+    image, tag = vllm["image"].split(":")
+    assert image == "vllm/vllm-openai"
+    assert tuple(int(x) for x in tag.removeprefix("v").split(".")[:2]) >= (0, 12)
+    command = [str(part) for part in vllm["command"]]
+    assert command[0] == "deepseek-ai/DeepSeek-OCR"
+
+    def value_of(flag: str) -> str:
+        assert flag in command, flag
+        return command[command.index(flag) + 1]
+
+    processor = "vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor"
+    assert value_of("--logits-processors") == processor
+    assert "--no-enable-prefix-caching" in command
+    assert value_of("--mm-processor-cache-gb") == "0"
+    assert value_of("--max-model-len") == "8192"
+    assert "/health" in " ".join(vllm["healthcheck"]["test"])
+    assert vllm.get("ipc") == "host" or "shm_size" in vllm
+
+
+def test_the_gpu_is_reserved_for_vllm(compose: dict[str, Any]) -> None:
+    devices = compose["services"]["vllm"]["deploy"]["resources"]["reservations"]["devices"]
+    assert {"driver": "nvidia", "count": 1, "capabilities": ["gpu"]} in devices
+    assert "deploy" not in compose["services"]["folio"]
+
+
+def test_every_dependency_has_a_healthcheck_and_images_are_pinned(
+    compose: dict[str, Any],
+) -> None:
+    services = compose["services"]
+    for name, service in services.items():
+        if "image" in service and name != "folio":
+            assert not service["image"].endswith(":latest") and ":" in service["image"], name
+        if name != "folio":
+            assert service["healthcheck"]["test"][0] == "CMD", name
+    assert "/readyz" in " ".join(services["qdrant"]["healthcheck"]["test"])
+    assert services["llm"]["profiles"] == ["llm"]
+    declared = set(compose["volumes"])
+    for service in services.values():
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            assert source.startswith(".") or source in declared, volume
