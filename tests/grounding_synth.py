@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
@@ -28,6 +29,7 @@ __all__ = [
     "EOS",
     "GARBAGE_TEXT",
     "PageImage",
+    "cached_tokens",
     "count_tokens",
     "gundam_image_tokens",
     "page_markdown",
@@ -70,6 +72,12 @@ MIN_CROPS, MAX_CROPS = 2, 6
 def tokenize(text: str) -> list[str]:
     """Pieces whose concatenation is `text`; see the module docstring for the rules."""
     return TOKEN_RE.findall(text)
+
+
+@lru_cache(maxsize=4096)
+def cached_tokens(text: str) -> tuple[str, ...]:
+    """`tokenize` for texts served again and again (a registered page's output)."""
+    return tuple(tokenize(text))
 
 
 def count_tokens(text: str) -> int:

@@ -195,7 +195,12 @@ async def _chat(state: SimState, request: Request) -> JSONResponse:
         return _error(400, "the request body is not JSON", "BadRequestError")
     if not isinstance(body, dict):
         return _error(400, "the request body must be a JSON object", "BadRequestError")
-    state.requests.append(elide_images(body))
+    try:
+        image, text = image_and_text(body)
+        malformed = None
+    except BadRequest as exc:
+        image, text, malformed = None, "", exc
+    state.requests.append(elide_images(body, image))
     config = state.config
     if config.api_key and request.headers.get("authorization") != f"Bearer {config.api_key}":
         return JSONResponse({"error": "Unauthorized"}, status_code=401)
@@ -207,7 +212,8 @@ async def _chat(state: SimState, request: Request) -> JSONResponse:
     if body.get("n", 1) != 1:
         return _error(400, "the simulator answers n = 1 only", "BadRequestError")
     try:
-        image, text = image_and_text(body)
+        if malformed is not None or image is None:
+            raise malformed or BadRequest(400, "no image")
         key = hashlib.sha256(image).hexdigest()
         page = state.pages.get(key)
         if page is None:

@@ -5,7 +5,6 @@ Pure functions over the JSON body, so they are tested without a server; `ocr_sim
 
 from __future__ import annotations
 
-import base64
 import binascii
 import copy
 import hashlib
@@ -19,6 +18,7 @@ from tests.grounding_synth import (
     EOS,
     GARBAGE_TEXT,
     PageImage,
+    cached_tokens,
     strip_special_tokens,
     tokenize,
 )
@@ -69,22 +69,23 @@ class BadRequest(Exception):
         self.status, self.message, self.kind = status, message, kind
 
 
-def elide_images(body: dict[str, Any]) -> dict[str, Any]:
-    """A copy of the body with each data URL replaced by `data:<mime>;base64,<elided ...>`."""
+def elide_images(body: dict[str, Any], image: bytes | None = None) -> dict[str, Any]:
+    """A copy of the body with each data URL replaced by `data:<mime>;base64,<elided ...>`;
+    `image` is the one image already decoded, to spare decoding it again."""
     out = copy.deepcopy(body)
     for message in out.get("messages") or []:
         content = message.get("content") if isinstance(message, dict) else None
         for part in content if isinstance(content, list) else []:
-            image = part.get("image_url") if isinstance(part, dict) else None
-            url = image.get("url") if isinstance(image, dict) else None
-            if isinstance(image, dict) and isinstance(url, str) and url.startswith("data:"):
+            ref = part.get("image_url") if isinstance(part, dict) else None
+            url = ref.get("url") if isinstance(ref, dict) else None
+            if isinstance(ref, dict) and isinstance(url, str) and url.startswith("data:"):
                 head, data = url.split(",", 1)
                 try:
-                    raw = base64.b64decode(data)
+                    raw = image if image is not None else binascii.a2b_base64(data)
                     note = f"<elided sha256={hashlib.sha256(raw).hexdigest()} bytes={len(raw)}>"
                 except (binascii.Error, ValueError):
                     note = "<elided: not base64>"
-                image["url"] = f"{head},{note}"
+                ref["url"] = f"{head},{note}"
     return out
 
 
@@ -118,7 +119,7 @@ def image_and_text(body: dict[str, Any]) -> tuple[bytes, str]:
             400, "the simulator accepts only data:image/png or data:image/jpeg base64 URLs"
         )
     try:
-        raw = base64.b64decode(data, validate=True)
+        raw = binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise BadRequest(400, f"image_url is not valid base64: {exc}") from exc
     return raw, "\n".join(texts)
@@ -159,7 +160,7 @@ def strict_guard(body: dict[str, Any]) -> bool:
 def compose(page: PageImage, rule: FaultRule | None, body: dict[str, Any], limit: int) -> Answer:
     """The generated text for this page under the fault, cut at `limit` tokens (EOS counts)."""
     fault = rule.fault if rule else None
-    tokens = tokenize(GARBAGE_TEXT if fault == Fault.garbage else page.text)
+    tokens = list(cached_tokens(GARBAGE_TEXT if fault == Fault.garbage else page.text))
     looping = fault == Fault.loop_always or (fault == Fault.loop and not strict_guard(body))
     if looping and rule is not None:
         tokens = tokens[: len(tokens) // 3]
