@@ -43,7 +43,7 @@ from retrieval.store_common import (
     vector_rows,
 )
 
-__all__ = ["DEFAULT_COLLECTION", "QdrantServerStore", "qdrant_filter"]
+__all__ = ["DEFAULT_COLLECTION", "QdrantServerStore", "index_params", "qdrant_filter"]
 
 logger = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ class VectorStore(Protocol):
         ...
 
     def replace_document(self, doc_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Delete every chunk of `doc_id`, then upsert `chunks`, under one lock."""
+        """Make `chunks` the only chunks of `doc_id`; no search finds the document missing."""
         ...
 
     def delete_document(self, doc_id: str) -> int:
