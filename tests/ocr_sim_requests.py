@@ -40,6 +40,8 @@ STRICT_NGRAM_SIZE = 20
 
 
 class Fault(StrEnum):
+    """What goes wrong with a request; faults fire after the request passed every check."""
+
     server_error = "server_error"  # HTTP 500
     hang = "hang"  # accepted, never answered until the client goes or the server stops
     length = "length"  # output cut mid-block, finish_reason "length"
@@ -50,6 +52,8 @@ class Fault(StrEnum):
 
 
 class FaultRule(BaseModel):
+    """A queued fault: for `key` (None: any page), `times` more requests (None: every one)."""
+
     fault: Fault
     key: str | None = None
     times: int | None = Field(default=1, ge=1)
@@ -58,12 +62,16 @@ class FaultRule(BaseModel):
 
 @dataclass
 class Answer:
+    """The message content, its finish reason, and the tokens generated (EOS included)."""
+
     content: str
     finish_reason: str
     completion_tokens: int
 
 
 class BadRequest(Exception):
+    """A request refused with this status and message, shaped like vLLM's errors."""
+
     def __init__(self, status: int, message: str, kind: str = "BadRequestError") -> None:
         super().__init__(message)
         self.status, self.message, self.kind = status, message, kind
