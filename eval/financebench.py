@@ -61,7 +61,7 @@ def run_folio(pdfs: list[Path], questions: list[Question], work: Path) -> dict[s
     services = build_services(Settings(data_dir=work))
     services.embedder.embed_query("warm up")
     started = time.perf_counter()
-    results = services.ingestor.ingest_paths(pdfs)
+    results = services.sync.ingest_paths(pdfs)
     seconds = time.perf_counter() - started
     pages = sum(r.pages for r in results)
     failed = [f"{r.source}: {r.error}" for r in results if r.status is FileStatus.failed]

@@ -15,10 +15,10 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ocr_engine.schema import Block, BlockType, Document
+from ocr_engine.schema import Block, BlockType, Document, Page
 from retrieval.schema import BBox, Chunk, ChunkLine, Region, union_bbox
 
-__all__ = ["chunk_document", "document_label"]
+__all__ = ["ChunkStream", "chunk_document", "document_label"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,27 +101,37 @@ def _join(pieces: Sequence[_Piece], joiner: str) -> str:
 
 
 class _Chunker:
-    """One pass over a document's blocks in reading order."""
+    """One pass over a document's blocks in reading order, fed a window of pages at a time.
 
-    def __init__(self, doc: Document, count_tokens: TokenCounter, max_tokens: int) -> None:
-        self.doc = doc
+    Everything that spans windows travels in the instance: the heading trail, the text gathered
+    for the next chunk, the chunk counter. Captions pair with blocks of their own page only, so
+    feeding pages in windows gives the same chunks as feeding them all at once."""
+
+    def __init__(
+        self, doc_id: str, source: str, count_tokens: TokenCounter, max_tokens: int
+    ) -> None:
+        self.doc_id = doc_id
+        self.source = source
         self.count = count_tokens
         self.max_tokens = max_tokens
         self.chunks: list[Chunk] = []
+        self.emitted = 0
         self.trail: list[tuple[int, str]] = []
         self._trail_cache: dict[tuple[str, ...], tuple[str, int]] = {}
-        self.label = document_label(doc)
+        self.label = source_label(source)
+        self.builder = _Builder(self._budget())
 
-    def run(self) -> list[Chunk]:
+    def feed(self, pages: Sequence[Page]) -> list[Chunk]:
+        """Chunks completed by these pages (text at the end may wait for the next window)."""
         blocks = [
             (page.number, block)
-            for page in self.doc.pages
+            for page in pages
             for block in page.blocks
             if block.type not in _SKIPPED
         ]
         table_captions, figure_captions = _assign_captions(blocks)
         used = set(table_captions.values())
-        builder = _Builder(self._budget())
+        builder = self.builder
         for index, (page, block) in enumerate(blocks):
             if index in used:
                 continue
@@ -141,8 +151,16 @@ class _Chunker:
                     if not builder.fits(unit):
                         self._flush(builder, "text")
                     builder.add(unit)
-        self._flush(builder, "text")
-        return self.chunks
+        return self._take()
+
+    def finish(self) -> list[Chunk]:
+        """The chunks still open after the last page."""
+        self._flush(self.builder, "text")
+        return self._take()
+
+    def _take(self) -> list[Chunk]:
+        done, self.chunks = self.chunks, []
+        return done
 
     # sections -----------------------------------------------------------------------------------
 
@@ -280,9 +298,9 @@ class _Chunker:
             previous = unit
         trail_text, _ = self._trail_text()
         chunk = Chunk(
-            chunk_id=f"c{len(self.chunks):04d}",
-            doc_id=self.doc.doc_id,
-            source=self.doc.source,
+            chunk_id=f"c{self.emitted:04d}",
+            doc_id=self.doc_id,
+            source=self.source,
             section_path=[heading for _, heading in self.trail],
             kind=kind,
             text=text,
@@ -291,11 +309,16 @@ class _Chunker:
             lines=lines,
         )
         self.chunks.append(chunk)
+        self.emitted += 1
 
 
 def document_label(doc: Document) -> str:
     """How a document is named in embedded text: its file name without extension or separators."""
-    stem = doc.source.rsplit(".", 1)[0] if "." in doc.source else doc.source
+    return source_label(doc.source)
+
+
+def source_label(source: str) -> str:
+    stem = source.rsplit(".", 1)[0] if "." in source else source
     return " ".join(stem.replace("_", " ").replace("-", " ").split())
 
 
@@ -402,6 +425,29 @@ def chunk_document(
     """Chunks of `doc` in document order, ids c0000, c0001, …; each `embed_text` fits the bound."""
     if max_tokens < 16:
         raise ValueError("max_tokens must be at least 16")
-    chunks = _Chunker(doc, count_tokens, max_tokens).run()
+    chunker = _Chunker(doc.doc_id, doc.source, count_tokens, max_tokens)
+    chunks = chunker.feed(doc.pages) + chunker.finish()
     logger.debug("%s: %d chunks from %d pages", doc.source, len(chunks), len(doc.pages))
     return chunks
+
+
+class ChunkStream:
+    """Chunks of one document from windows of its pages, the same as `chunk_document` gives."""
+
+    def __init__(
+        self, doc_id: str, source: str, *, count_tokens: TokenCounter, max_tokens: int = 256
+    ) -> None:
+        if max_tokens < 16:
+            raise ValueError("max_tokens must be at least 16")
+        self._chunker = _Chunker(doc_id, source, count_tokens, max_tokens)
+
+    @property
+    def emitted(self) -> int:
+        """Chunks handed out so far."""
+        return self._chunker.emitted
+
+    def feed(self, pages: Sequence[Page]) -> list[Chunk]:
+        return self._chunker.feed(pages)
+
+    def finish(self) -> list[Chunk]:
+        return self._chunker.finish()

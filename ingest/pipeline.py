@@ -1,32 +1,64 @@
-"""Ingest files: read -> extract -> chunk -> embed -> index, one result per file, failures kept."""
+"""Process queued documents: extract -> chunk -> embed -> index, as bounded stages that overlap.
+
+    feeder thread         main thread           indexer thread
+    extract (worker) ->   embed (torch)    ->   replace points, write JSON, ledger
+    + furniture + chunk   [queue: windows]      [queue: one document]
+
+A document is read a window of pages at a time, so memory does not grow with its page count
+(only its chunks and vectors, ~20 kB a page, are kept until its points are written in one
+`replace_document`). Extraction of the next windows and documents goes on while the current ones
+are embedded; each queue holds a few windows, so a slow stage holds the others back.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import math
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from enum import StrEnum
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ingest.catalog import Catalog, DocStatus, DocumentRecord
-from ingest.chunker import chunk_document
-from ocr_engine.errors import FolioError
-from ocr_engine.extract import extract_document
-from ocr_engine.schema import BlockType, Document, PageStatus
+from ingest.chunker import ChunkStream
+from ingest.events import EventHub, EventKind, IngestEvent
+from ingest.extractor import Extractor, WindowResult
+from ingest.failures import NoTextError, RetryPolicy, SourceGoneError, classify
+from ingest.files import DocumentFiles, DocumentWriter
+from ingest.guards import PdfLimits
+from ingest.ledger import Ledger
+from ingest.passwords import PasswordBook, fingerprint
+from ingest.records import (
+    DocStatus,
+    DocumentRecord,
+    FailureKind,
+    PageRecord,
+    Timings,
+    UnknownDocumentError,
+    Versions,
+)
+from ocr_engine.extract import mark_repeated_furniture
+from ocr_engine.options import ExtractOptions, OcrMode
+from ocr_engine.reader import engine_key
+from ocr_engine.schema import SCHEMA_VERSION, BlockType, Document, Page, PageStatus
 from retrieval.embedder import Embedder
-from retrieval.schema import Chunk
+from retrieval.schema import CHUNK_SCHEMA_VERSION, Chunk
 from retrieval.store import VectorStore
+
+__all__ = ["FileResult", "FileStatus", "IngestOptions", "Ingestor", "image_only_pages"]
 
 log = logging.getLogger(__name__)
 
-EMBED_SLICE = 64
-PageProgress = Callable[[int], None]
+_OCR_WINDOW = 8  # pages per extraction request when slow CPU OCR may read them (finer progress)
 
 
 class FileStatus(StrEnum):
@@ -37,7 +69,7 @@ class FileStatus(StrEnum):
 
 
 class FileResult(BaseModel):
-    """The outcome of ingesting one file; `error` is set whenever status is failed or partial."""
+    """The outcome for one file or document; `error` is set whenever status is failed or partial."""
 
     path: str
     source: str
@@ -47,228 +79,467 @@ class FileResult(BaseModel):
     chunks: int = 0
     error: str | None = None
     seconds: float = 0.0
+    retry: bool = Field(default=False, description="a failure that will be tried again")
 
 
 class IngestOptions(BaseModel):
     max_tokens: int = Field(default=256, ge=32)
-    embed_batch_size: int = Field(default=32, ge=1)
-    prefetch: int = Field(default=2, ge=1, description="files extracted ahead of embedding")
+    embed_slice: int = Field(default=64, ge=1, description="chunks per embedding call")
+    extract: ExtractOptions = Field(default_factory=ExtractOptions)
+    window: int = Field(default=64, ge=1, description="pages chunked together")
+    extract_window: int | None = Field(
+        default=None, ge=1, description="pages per extraction request (default: see below)"
+    )
+    extract_processes: int = Field(default=1, ge=0, le=8, description="0: a thread instead")
+    prefetch: int = Field(default=2, ge=1, description="windows waiting between two stages")
+    passwords_file: Path | None = None
+    limits: PdfLimits = Field(default_factory=PdfLimits)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    def extraction_window(self) -> int:
+        """Pages per extraction request: a whole window, or a few when CPU OCR may be slow."""
+        if self.extract_window is not None:
+            return min(self.extract_window, self.window)
+        cpu_ocr = self.extract.ocr is not OcrMode.never and self.extract.vllm is None
+        return min(_OCR_WINDOW, self.window) if cpu_ocr else self.window
 
 
-@dataclass
-class _Prepared:
-    """A file read, extracted and chunked, waiting for embedding."""
-
-    path: Path
-    doc_id: str
-    data: bytes
-    document: Document | None
-    chunks: list[Chunk]
-    started: float
-    error: str | None = None
-    unchanged: bool = False
-
-
-def find_pdfs(paths: Iterable[Path]) -> list[Path]:
-    """Files given directly, plus `*.pdf` (any case) found by walking the directories given."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() == ".pdf")
-            )
-        else:
-            found.append(path)
-    return found
-
-
-def image_only_pages(document: Document) -> list[int]:
-    """Pages that show images but carry no text: their content is not searchable without OCR."""
+def image_only_pages(pages: Sequence[Page]) -> list[int]:
+    """Pages that show images but carry no text: their content is not searchable."""
     return [
         page.number
-        for page in document.pages
+        for page in pages
         if page.status is not PageStatus.failed
         and any(b.type is BlockType.figure for b in page.blocks)
         and not any(b.lines for b in page.blocks)
     ]
 
 
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+def windows(first: int, last: int, size: int) -> list[tuple[int, int]]:
+    """Inclusive page ranges covering first..last in near-equal parts of at most `size` pages
+    (65 pages are 33 + 32, not 64 + 1)."""
+    total = last - first + 1
+    if total <= 0:
+        return []
+    step = math.ceil(total / math.ceil(total / size))
+    return [(s, min(last, s + step - 1)) for s in range(first, last + 1, step)]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("folio")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass
+class _Doc:
+    """One document on its way through the stages."""
+
+    record: DocumentRecord
+    started: float
+    attempt: int = 0
+    pages: int = 0
+    chunks: list[Chunk] = field(default_factory=list)
+    vectors: list[np.ndarray] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    unread: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    engines: set[str] = field(default_factory=set)
+    writer: DocumentWriter | None = None
+    error: BaseException | None = None
+    extract_s: float = 0.0
+    embed_s: float = 0.0
+    pages_done: int = 0
+
+    @property
+    def doc_id(self) -> str:
+        return self.record.doc_id
+
+
+@dataclass
+class _Batch:
+    doc: _Doc
+    chunks: list[Chunk]
+    last_page: int
+
+
+@dataclass
+class _End:
+    doc: _Doc
+
+
+_STOP = object()
 
 
 class Ingestor:
-    """Runs files through the pipeline; extraction of the next files overlaps embedding."""
+    """Processes documents the ledger has queued; one `run` at a time."""
 
     def __init__(
         self,
-        catalog: Catalog,
+        ledger: Ledger,
+        files: DocumentFiles,
         embedder: Embedder,
         store: VectorStore,
         options: IngestOptions | None = None,
+        *,
+        cache_path: Path | None = None,
+        events: EventHub | None = None,
     ) -> None:
-        self.catalog = catalog
+        self.ledger = ledger
+        self.files = files
         self.embedder = embedder
         self.store = store
         self.options = options or IngestOptions()
+        self.events = events or EventHub()
+        self.passwords = PasswordBook(self.options.passwords_file)
+        self.extractor = Extractor(
+            self.options.extract,
+            cache_path=cache_path,
+            limits=self.options.limits,
+            processes=self.options.extract_processes,
+        )
+        self._run_lock = threading.Lock()
 
-    def ingest_file(
-        self, path: Path, *, force: bool = False, on_pages: PageProgress | None = None
-    ) -> FileResult:
-        return self._index(self._prepare(path, force=force), on_pages)
+    def close(self) -> None:
+        self.extractor.close()
 
-    def ingest_paths(
+    def run(
         self,
-        paths: Iterable[Path],
+        records: Sequence[DocumentRecord],
         *,
-        force: bool = False,
         on_result: Callable[[FileResult], None] | None = None,
-        on_pages: PageProgress | None = None,
+        stop: threading.Event | None = None,
     ) -> list[FileResult]:
-        """Ingest every file; `on_pages(n)` reports newly indexed pages, `on_result` each file."""
-        results = []
-        for prepared in self._prefetched(list(paths), force):
-            result = self._index(prepared, on_pages)
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
+        """Process these documents; `on_result` is called (in the indexer thread) as each ends."""
+        stop = stop or threading.Event()
+        results: list[FileResult] = []
+        with self._run_lock:
+            batches: queue.Queue[Any] = queue.Queue(maxsize=self.options.prefetch)
+            finished: queue.Queue[Any] = queue.Queue(maxsize=1)
+            started: dict[str, _Doc] = {}
+
+            def index() -> None:
+                for item in iter(finished.get, _STOP):
+                    result = self._finish(item.doc)
+                    started.pop(item.doc.doc_id, None)
+                    results.append(result)
+                    if on_result is not None:
+                        on_result(result)
+
+            feeder = threading.Thread(
+                target=self._feed, args=(records, batches, stop, started), name="folio-feed"
+            )
+            indexer = threading.Thread(target=index, name="folio-index")
+            feeder.start()
+            indexer.start()
+            try:
+                for item in iter(batches.get, _STOP):
+                    if isinstance(item, _Batch):
+                        self._embed(item)
+                    else:
+                        finished.put(item)
+            finally:
+                finished.put(_STOP)
+                feeder.join()
+                indexer.join()
+                if started:  # stopped part way: those documents wait for the next run
+                    self.ledger.requeue(started)
         return results
 
-    def _prefetched(self, paths: list[Path], force: bool) -> Iterator[_Prepared]:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="folio-extract") as pool:
-            pending: list[Future[_Prepared]] = []
-            queue = iter(paths)
-            for path in queue:
-                pending.append(pool.submit(self._prepare, path, force=force))
-                if len(pending) > self.options.prefetch:
-                    yield pending.pop(0).result()
-            for future in pending:
-                yield future.result()
+    # feeder: extraction, furniture, chunks --------------------------------------------------------
 
-    def _prepare(self, path: Path, *, force: bool) -> _Prepared:
-        started = time.perf_counter()
+    def _feed(
+        self,
+        records: Sequence[DocumentRecord],
+        out: queue.Queue[Any],
+        stop: threading.Event,
+        started: dict[str, _Doc],
+    ) -> None:
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            return _Prepared(path, "", b"", None, [], started, error=f"cannot read file: {exc}")
-        doc_id = hashlib.sha256(data).hexdigest()
-        if not force and self.catalog.has_ok(doc_id):
-            return _Prepared(path, doc_id, data, None, [], started, unchanged=True)
-        try:
-            document = extract_document(data, source=path.name)
-            chunks = chunk_document(
-                document,
-                count_tokens=self.embedder.count_tokens,
-                max_tokens=min(self.options.max_tokens, self.embedder.max_tokens),
-            )
-        except FolioError as exc:
-            return _Prepared(path, doc_id, data, None, [], started, error=_describe(exc))
-        except Exception as exc:  # a bug or a library crash must not stop the other files
-            log.exception("unexpected failure while extracting %s", path)
-            return _Prepared(
-                path, doc_id, data, None, [], started, error=f"internal error: {_describe(exc)}"
-            )
-        if not chunks:
-            reason = (
-                f"no text could be read from its {document.page_count} page(s): image-only or "
-                "scanned pages need OCR, which is not available"
-            )
-            return _Prepared(path, doc_id, data, None, [], started, error=reason)
-        return _Prepared(path, doc_id, data, document, chunks, started)
+            for record in records:
+                if stop.is_set():
+                    break
+                doc = _Doc(record=record, started=time.perf_counter())
+                started[doc.doc_id] = doc
+                try:
+                    complete = self._feed_document(doc, out, stop)
+                except UnknownDocumentError:  # removed from the ledger while it waited
+                    started.pop(doc.doc_id, None)
+                    continue
+                except Exception as exc:
+                    doc.error, complete = exc, True
+                if not complete:
+                    if doc.writer is not None:
+                        doc.writer.abort()
+                    break  # stopped: left processing, requeued when the run ends
+                out.put(_End(doc))
+        finally:
+            out.put(_STOP)
 
-    def _embed(self, chunks: list[Chunk], on_pages: PageProgress | None) -> np.ndarray:
-        """Vectors for the chunks, a slice at a time so progress moves on large documents."""
-        parts = [np.zeros((0, self.embedder.dim), dtype=np.float32)]
-        reported = 0
-        for start in range(0, len(chunks), EMBED_SLICE):
-            part = chunks[start : start + EMBED_SLICE]
-            parts.append(self.embedder.embed_documents([c.embed_text for c in part]))
-            reached = max(r.page for c in part for r in c.regions)
-            if on_pages is not None and reached > reported:
-                on_pages(reached - reported)
-                reported = reached
-        return np.concatenate(parts)
+    def _feed_document(self, doc: _Doc, out: queue.Queue[Any], stop: threading.Event) -> bool:
+        """Extract and chunk one document into `out`; False when `stop` cut it short."""
+        record = doc.record
+        doc.attempt = self.ledger.start(doc.doc_id)
+        source = self._stored_copy(record)
+        password = self.passwords.lookup(doc.doc_id, record.paths, record.source)
+        self.ledger.set_password_tried(doc.doc_id, fingerprint(password))
+        info = self.extractor.probe(source, record.source, password).result()
+        doc.pages = info.page_count
+        self.ledger.set_page_count(doc.doc_id, info.page_count)
+        self._emit(EventKind.started, doc)
+        head = Document(
+            doc_id=doc.doc_id,
+            source=record.source,
+            page_count=info.page_count,
+            pages=[],
+            metadata=info.metadata,
+        )
+        doc.writer = self.files.writer(head)
+        chunker = ChunkStream(
+            doc.doc_id,
+            record.source,
+            count_tokens=self.embedder.count_tokens,
+            max_tokens=min(self.options.max_tokens, self.embedder.max_tokens),
+        )
+        chunk_windows = windows(1, info.page_count, self.options.window)
+        parts = self._extracted(doc, source, password, chunk_windows)
+        for first, last in chunk_windows:
+            pages: list[Page] = []
+            while len(pages) < last - first + 1:
+                result = next(parts)
+                doc.extract_s += result.seconds
+                doc.warnings.extend(w for w in result.warnings if w not in doc.warnings)
+                pages.extend(result.pages)
+                self._emit(EventKind.progress, doc, stage="extract", done=pages[-1].number)
+            if stop.is_set():
+                return False
+            if doc.error is not None:  # embedding failed: stop reading
+                return True
+            self._take_pages(doc, pages)
+            out.put(_Batch(doc, chunker.feed(pages), last))
+        out.put(_Batch(doc, chunker.finish(), info.page_count))
+        return True
 
-    def _index(self, item: _Prepared, on_pages: PageProgress | None = None) -> FileResult:
-        source = item.path.name
-        if item.unchanged:
-            record = self.catalog.get_record(item.doc_id)
-            if str(item.path) not in record.paths:
-                record.paths.append(str(item.path))
-                self.catalog.save_record(record)
-            return FileResult(
-                path=str(item.path),
-                source=source,
-                status=FileStatus.unchanged,
-                doc_id=item.doc_id,
-                pages=record.pages,
-                chunks=record.chunks,
-            )
-        if item.document is None:
-            return self._failed(item, item.error or "extraction produced no document")
-        try:
-            vectors = self._embed(item.chunks, on_pages)
-            self.catalog.save_pdf(item.doc_id, item.data)
-            self.catalog.save_document(item.document)
-            self.store.replace_document(item.doc_id, item.chunks, vectors)
-        except Exception as exc:
-            log.exception("indexing %s failed", item.path)
-            return self._failed(item, f"indexing failed: {_describe(exc)}")
-        page_errors = [
+    def _extracted(
+        self, doc: _Doc, source: Path, password: str | None, chunk_windows: list[tuple[int, int]]
+    ) -> Iterator[WindowResult]:
+        """Extraction results in page order, a few requests ahead of the caller."""
+        size = self.options.extraction_window()
+        ranges = [part for lo, hi in chunk_windows for part in windows(lo, hi, size)]
+        pending: deque[Future[WindowResult]] = deque()
+        name = doc.record.source
+        for first, last in ranges:
+            pending.append(self.extractor.window(source, name, password, doc.doc_id, first, last))
+            if len(pending) > self.options.prefetch:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def _take_pages(self, doc: _Doc, pages: list[Page]) -> None:
+        """Furniture, page records, the JSON file: everything a window of pages is needed for."""
+        mark_repeated_furniture(pages)
+        assert doc.writer is not None
+        doc.writer.add(pages)
+        self.ledger.record_pages(
+            doc.doc_id,
+            [
+                PageRecord(
+                    number=p.number,
+                    width=p.width,
+                    height=p.height,
+                    engine=p.engine,
+                    status=p.status,
+                    route=p.route,
+                    errors=[e.message for e in p.errors],
+                    blocks=len(p.blocks),
+                )
+                for p in pages
+            ],
+        )
+        doc.engines.update(engine_key(p.engine) for p in pages)
+        doc.page_errors.extend(
             f"page {p.number}: {e.message}"
-            for p in item.document.pages
+            for p in pages
             if p.status is PageStatus.failed
             for e in p.errors
-        ]
-        unread = image_only_pages(item.document)
-        if unread:
-            pages = ", ".join(map(str, unread))
-            page_errors.append(f"pages {pages}: images without a text layer (OCR not available)")
-        if on_pages is not None:
-            done = max((r.page for c in item.chunks for r in c.regions), default=0)
-            on_pages(max(0, item.document.page_count - done))
-        status = FileStatus.partial if page_errors else FileStatus.ok
-        seconds = time.perf_counter() - item.started
-        self.catalog.save_record(
-            DocumentRecord(
-                doc_id=item.doc_id,
-                source=source,
-                paths=[str(item.path)],
-                status=DocStatus(status.value),
-                pages=item.document.page_count,
-                chunks=len(item.chunks),
-                errors=page_errors,
-                seconds=seconds,
-            )
         )
-        return FileResult(
-            path=str(item.path),
-            source=source,
-            status=status,
-            doc_id=item.doc_id,
-            pages=item.document.page_count,
-            chunks=len(item.chunks),
-            error="; ".join(page_errors) or None,
-            seconds=seconds,
+        doc.unread.extend(image_only_pages(pages))
+
+    def _stored_copy(self, record: DocumentRecord) -> Path:
+        """The document's bytes in the data directory, copied from a path that still holds them."""
+        stored = self.files.verified_pdf(record.doc_id)
+        if stored is not None:
+            return stored
+        for path in record.paths:
+            try:
+                copied = self.files.copy_pdf(record.doc_id, Path(path))
+            except OSError as exc:
+                log.info("cannot read %s: %s", path, exc)
+                continue
+            if copied is not None:
+                return copied
+        raise SourceGoneError(
+            f"{record.source}: no file holds these bytes any more (changed or deleted before "
+            "it was read)"
         )
 
-    def _failed(self, item: _Prepared, reason: str) -> FileResult:
-        log.info("failed to ingest %s: %s", item.path, reason)
-        if item.doc_id:
-            self.catalog.save_record(
-                DocumentRecord(
-                    doc_id=item.doc_id,
-                    source=item.path.name,
-                    paths=[str(item.path)],
-                    status=DocStatus.failed,
-                    errors=[reason],
-                )
-            )
+    # main thread: embedding -------------------------------------------------------------------
+
+    def _embed(self, batch: _Batch) -> None:
+        doc = batch.doc
+        if doc.error is not None or not batch.chunks:
+            if doc.error is None:
+                self._progress(doc, batch.last_page)
+            return
+        step = self.options.embed_slice
+        try:
+            for start in range(0, len(batch.chunks), step):
+                part = batch.chunks[start : start + step]
+                began = time.perf_counter()
+                vectors = self.embedder.embed_documents([c.embed_text for c in part])
+                doc.embed_s += time.perf_counter() - began
+                doc.chunks.extend(part)
+                doc.vectors.append(vectors)
+                reached = max(r.page for c in part for r in c.regions)
+                self._progress(doc, min(reached, batch.last_page))
+            self._progress(doc, batch.last_page)
+        except Exception as exc:
+            doc.error = exc
+
+    def _progress(self, doc: _Doc, reached: int) -> None:
+        if reached <= doc.pages_done:
+            return
+        doc.pages_done = reached
+        self.ledger.set_progress(doc.doc_id, reached)
+        self._emit(EventKind.progress, doc, stage="embed", done=reached)
+
+    # indexer thread: points, files, ledger ----------------------------------------------------
+
+    def _finish(self, doc: _Doc) -> FileResult:
+        if doc.error is None and not doc.chunks:
+            doc.error = NoTextError(self._no_text_reason(doc))
+        if doc.error is not None:
+            return self._failed(doc, doc.error)
+        try:
+            vectors = np.concatenate(doc.vectors)
+            began = time.perf_counter()
+            self.store.replace_document(doc.doc_id, doc.chunks, vectors)
+            index_s = time.perf_counter() - began
+            assert doc.writer is not None
+            doc.writer.commit()
+        except Exception as exc:
+            return self._failed(doc, exc)
+        errors = list(doc.page_errors)
+        if doc.unread:
+            listed = ", ".join(map(str, doc.unread))
+            errors.append(f"pages {listed}: images without a text layer ({self._ocr_note()})")
+        status = DocStatus.partial if errors else DocStatus.ok
+        timings = self._timings(doc, index_s)
+        self.ledger.finish(
+            doc.doc_id,
+            status,
+            pages=doc.pages,
+            chunks=len(doc.chunks),
+            errors=errors,
+            timings=timings,
+            versions=Versions(
+                folio=_version(),
+                document_schema=SCHEMA_VERSION,
+                chunk_schema=CHUNK_SCHEMA_VERSION,
+                embedder=self.embedder.name,
+                engines=sorted(doc.engines),
+            ),
+        )
+        result = FileResult(
+            path=doc.record.paths[0] if doc.record.paths else "",
+            source=doc.record.source,
+            status=FileStatus(status.value),
+            doc_id=doc.doc_id,
+            pages=doc.pages,
+            chunks=len(doc.chunks),
+            error="; ".join(errors) or None,
+            seconds=timings.total_s,
+        )
+        self._emit(EventKind.finished, doc, status=status, done=doc.pages, error=result.error)
+        doc.chunks, doc.vectors = [], []
+        return result
+
+    def _failed(self, doc: _Doc, exc: BaseException) -> FileResult:
+        kind, reason = classify(exc)
+        if isinstance(exc, SourceGoneError):
+            kind = FailureKind.transient
+        if doc.writer is not None:
+            doc.writer.abort()
+        retry_at = self.options.retry.retry_at(kind, doc.attempt, time.time())
+        if kind.retryable and retry_at is None:
+            reason += f" (gave up after {doc.attempt} attempts)"
+        try:
+            self.store.delete_document(doc.doc_id)  # points of an earlier success, if any
+        except Exception as store_exc:  # the reconciliation at the next start removes them
+            log.warning("could not remove points of failed %s: %s", doc.doc_id[:12], store_exc)
+        self.ledger.fail(
+            doc.doc_id, [reason], kind, retry_at=retry_at, timings=self._timings(doc, 0.0)
+        )
+        log.info("failed: %s: %s", doc.record.source, reason)
+        self._emit(EventKind.finished, doc, status=DocStatus.failed, error=reason)
         return FileResult(
-            path=str(item.path),
-            source=item.path.name,
+            path=doc.record.paths[0] if doc.record.paths else "",
+            source=doc.record.source,
             status=FileStatus.failed,
-            doc_id=item.doc_id or None,
+            doc_id=doc.doc_id,
+            pages=doc.pages,
             error=reason,
-            seconds=time.perf_counter() - item.started,
+            seconds=time.perf_counter() - doc.started,
+            retry=retry_at is not None,
+        )
+
+    def _no_text_reason(self, doc: _Doc) -> str:
+        reason = f"no text could be read from its {doc.pages} page(s)"
+        if doc.unread:
+            reason += f": image-only or scanned pages ({self._ocr_note()})"
+        if doc.page_errors:
+            reason += "; " + "; ".join(doc.page_errors[:3])
+        if doc.warnings:
+            reason += "; MuPDF reported: " + "; ".join(doc.warnings[:3])
+        return reason
+
+    def _ocr_note(self) -> str:
+        if self.options.extract.ocr is OcrMode.never:
+            return "OCR is off"
+        return "OCR read no text on them"
+
+    def _timings(self, doc: _Doc, index_s: float) -> Timings:
+        return Timings(
+            extract_s=round(doc.extract_s, 3),
+            embed_s=round(doc.embed_s, 3),
+            index_s=round(index_s, 3),
+            total_s=round(time.perf_counter() - doc.started, 3),
+        )
+
+    def _emit(
+        self,
+        kind: EventKind,
+        doc: _Doc,
+        *,
+        stage: str | None = None,
+        done: int = 0,
+        status: DocStatus | None = None,
+        error: str | None = None,
+    ) -> None:
+        elapsed = time.perf_counter() - doc.started
+        self.events.emit(
+            IngestEvent(
+                kind=kind,
+                doc_id=doc.doc_id,
+                source=doc.record.source,
+                path=doc.record.paths[0] if doc.record.paths else None,
+                status=status or (DocStatus.processing if kind is not EventKind.finished else None),
+                stage=stage,
+                pages_done=done,
+                pages_total=doc.pages,
+                pages_per_s=round(done / elapsed, 3) if done and elapsed > 0 else None,
+                chunks=len(doc.chunks),
+                error=error,
+            )
         )

@@ -1,4 +1,6 @@
-"""Watch a folder and ingest PDFs dropped there, once each file has finished being written."""
+"""Watch a folder: any change under it triggers a scan (cheap when little changed), and the
+ingest worker is woken for what the scan queued. Files still being written are scanned again
+once they have not changed for `settle` seconds."""
 
 from __future__ import annotations
 
@@ -8,58 +10,36 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from watchfiles import Change, watch
+from watchfiles import watch
 
-from ingest.pipeline import FileResult, Ingestor, find_pdfs
+from ingest.sync import ScanReport, Sync
+
+__all__ = ["FolderWatcher"]
 
 log = logging.getLogger(__name__)
 
 
-def is_pdf_name(path: Path) -> bool:
-    return path.suffix.lower() == ".pdf" and not path.name.startswith(".")
-
-
-def wait_until_stable(
-    path: Path, *, settle: float, timeout: float, stop: threading.Event | None = None
-) -> bool:
-    """True once size and mtime have held for `settle` seconds; False if the file vanished."""
-    deadline = time.monotonic() + timeout
-    last: tuple[int, int] | None = None
-    stable_since = time.monotonic()
-    while time.monotonic() < deadline and not (stop and stop.is_set()):
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            return False
-        current = (stat.st_size, stat.st_mtime_ns)
-        if current != last:
-            last, stable_since = current, time.monotonic()
-        elif time.monotonic() - stable_since >= settle and stat.st_size > 0:
-            return True
-        time.sleep(min(settle / 4, 0.25))
-    return last is not None and path.exists()
-
-
 class FolderWatcher:
-    """Ingests what is in `folder` at start, then every PDF added or rewritten there."""
+    """Scans `folder` at start and after every change; `wake` is called when work was queued."""
 
     def __init__(
         self,
         folder: Path,
-        ingestor: Ingestor,
+        sync: Sync,
         *,
+        wake: Callable[[], None],
         settle: float = 1.0,
-        write_timeout: float = 600.0,
-        on_result: Callable[[FileResult], None] | None = None,
+        on_scan: Callable[[ScanReport], None] | None = None,
     ) -> None:
         self.folder = folder
-        self.ingestor = ingestor
+        self.sync = sync
+        self.wake = wake
         self.settle = settle
-        self.write_timeout = write_timeout
-        self.on_result = on_result
+        self.on_scan = on_scan
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.ready = threading.Event()
+        self._rescan_at: float | None = None
 
     def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -72,7 +52,6 @@ class FolderWatcher:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        self.ready.set()
         while not self._stop.is_set():
             try:
                 self._scan_and_watch()
@@ -82,43 +61,38 @@ class FolderWatcher:
 
     def _scan_and_watch(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        for path in find_pdfs([self.folder]):
-            if self._stop.is_set():
-                return
-            self._ingest(path)
+        self._scan()
+        self.ready.set()
         for changes in watch(
             self.folder,
             stop_event=self._stop,
             debounce=300,
-            rust_timeout=500,
-            yield_on_timeout=False,
+            rust_timeout=250,
+            yield_on_timeout=True,
         ):
-            paths = sorted(
-                {Path(p) for kind, p in changes if kind != Change.deleted and is_pdf_name(Path(p))}
-            )
-            for path in paths:
-                if self._stop.is_set():
-                    return
-                if path.is_file() and wait_until_stable(
-                    path, settle=self.settle, timeout=self.write_timeout, stop=self._stop
-                ):
-                    self._ingest(path)
+            due = self._rescan_at is not None and time.time() >= self._rescan_at
+            if changes or due:
+                self._scan()
 
-    def _ingest(self, path: Path) -> None:
+    def _scan(self) -> None:
         try:
-            result = self.ingestor.ingest_file(path)
-        except Exception:  # the watcher must outlive any single file
-            log.exception("watcher could not ingest %s", path)
+            report = self.sync.scan(self.folder, settle=self.settle)
+        except Exception:  # one failed scan (e.g. a locked index) must not end the watcher
+            log.exception("scanning %s failed", self.folder)
+            self._rescan_at = time.time() + 5.0
             return
-        if result.error:
-            log.warning("%s: %s (%s)", result.source, result.status.value, result.error)
-        else:
+        self._rescan_at = report.settle_at
+        if report.new or report.changed or report.requeued:
             log.info(
-                "%s: %s, %d pages, %d chunks",
-                result.source,
-                result.status.value,
-                result.pages,
-                result.chunks,
+                "%s: %d new, %d changed, %d moved, %d copied, %d deleted",
+                self.folder,
+                len(report.new),
+                len(report.changed),
+                len(report.moved),
+                len(report.copied),
+                len(report.deleted),
             )
-        if self.on_result is not None:
-            self.on_result(result)
+        if report.new or report.changed or report.requeued or report.removed:
+            self.wake()
+        if self.on_scan is not None:
+            self.on_scan(report)

@@ -14,9 +14,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ingest.catalog import DocumentRecord, UnknownDocumentError
+from ingest.records import DocStatus, DocumentRecord, PageRecord, UnknownDocumentError
 from ingest.watcher import FolderWatcher
-from ocr_engine.schema import EngineInfo, PageStatus
+from ingest.worker import IngestWorker
 from retrieval.schema import QueryRequest, QueryResponse
 from retrieval.search import InvalidQueryError
 from server.pages import PageOutOfRangeError, PageRenderer, parse_highlight
@@ -33,18 +33,8 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-class PageSummary(BaseModel):
-    number: int
-    width: float
-    height: float
-    engine: EngineInfo
-    status: PageStatus
-    blocks: int
-    errors: list[str]
-
-
 class DocumentDetail(DocumentRecord):
-    page_summaries: list[PageSummary] = Field(default_factory=list)
+    page_summaries: list[PageRecord] = Field(default_factory=list)
 
 
 class Health(BaseModel):
@@ -72,10 +62,17 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services.sync.recover()
+        worker = IngestWorker(services.sync)
+        app.state.worker = worker
+        worker.start()
         watcher = None
         if watch and settings.watch_dir is not None:
             watcher = FolderWatcher(
-                settings.watch_dir, services.ingestor, settle=settings.watch_settle_seconds
+                settings.watch_dir,
+                services.sync,
+                wake=worker.wake,
+                settle=settings.watch_settle_seconds,
             )
             watcher.start()
             log.info("watching %s", settings.watch_dir)
@@ -84,6 +81,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         finally:
             if watcher is not None:
                 watcher.stop()
+            worker.stop()
 
     app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
     app.state.services = services
@@ -104,7 +102,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     def record_or_404(svc: Services, doc_id: str) -> DocumentRecord:
         try:
-            return svc.catalog.get_record(doc_id)
+            return svc.ledger.get(doc_id)
         except UnknownDocumentError:
             raise ApiError(404, "unknown_document", f"no document with id {doc_id!r}") from None
 
@@ -119,7 +117,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     @app.get("/health")
     def health(svc: Svc) -> Health:
-        return Health(status="ok", documents=svc.catalog.count(), points=svc.store.count())
+        return Health(status="ok", documents=svc.ledger.count(), points=svc.store.count())
 
     @app.post("/query")
     def query(req: QueryRequest, svc: Svc) -> QueryResponse:
@@ -129,28 +127,15 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
             raise ApiError(422, "invalid_request", str(exc)) from None
 
     @app.get("/documents")
-    def documents(svc: Svc) -> list[DocumentRecord]:
-        return svc.catalog.records()
+    def documents(svc: Svc, status: DocStatus | None = None) -> list[DocumentRecord]:
+        """Every document the ledger knows, oldest first; `?status=failed` lists the failures."""
+        return svc.ledger.documents(status)
 
     @app.get("/documents/{doc_id}")
     def document(doc_id: str, svc: Svc) -> DocumentDetail:
+        """One document with a record per page read so far (engine, route, status, errors)."""
         record = record_or_404(svc, doc_id)
-        detail = DocumentDetail(**record.model_dump())
-        if record.status != "failed":
-            doc = svc.catalog.load_document(doc_id)
-            detail.page_summaries = [
-                PageSummary(
-                    number=p.number,
-                    width=p.width,
-                    height=p.height,
-                    engine=p.engine,
-                    status=p.status,
-                    blocks=len(p.blocks),
-                    errors=[e.message for e in p.errors],
-                )
-                for p in doc.pages
-            ]
-        return detail
+        return DocumentDetail(**record.model_dump(), page_summaries=svc.ledger.pages(doc_id))
 
     @app.get(
         "/documents/{doc_id}/pages/{n}.png",
@@ -170,7 +155,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
             raise ApiError(422, "invalid_request", f"dpi must be <= {settings.max_render_dpi}")
         try:
             boxes = parse_highlight(highlight)
-            png = renderer.render_png(svc.catalog.pdf_path(doc_id), n, use_dpi, boxes)
+            png = renderer.render_png(svc.files.pdf_path(doc_id), n, use_dpi, boxes)
         except PageOutOfRangeError as exc:
             raise ApiError(404, "page_out_of_range", str(exc)) from None
         except UnknownDocumentError:

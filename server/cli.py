@@ -72,70 +72,170 @@ def extract(
         typer.echo(f"{file.name}: {document.page_count} pages -> {out}", err=True)
 
 
-def _count_pages(paths: list[Path]) -> int:
-    import pymupdf
+class _Progress:
+    """A tqdm bar in pages (total grows as documents start) fed by ingest events."""
 
-    total = 0
-    for path in paths:
-        try:
-            with pymupdf.open(path) as doc:
-                total += doc.page_count
-        except Exception:  # unreadable files are reported by the ingest itself
-            continue
-    return total
+    def __init__(self) -> None:
+        import threading
+
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=0, unit="page", desc="ingest", file=sys.stderr, dynamic_ncols=True)
+        self._lock = threading.Lock()
+        self._done: dict[str, int] = {}
+
+    def __call__(self, event: Any) -> None:
+        from ingest.events import EventKind
+
+        with self._lock:
+            if event.kind is EventKind.started:
+                self.bar.total += event.pages_total
+                self._done[event.doc_id] = 0
+                self.bar.set_postfix_str(event.source[:40], refresh=False)
+                self.bar.refresh()
+            elif event.kind is EventKind.progress and event.stage == "embed":
+                self._advance(event.doc_id, event.pages_done)
+            elif event.kind is EventKind.finished and event.doc_id in self._done:
+                self._advance(event.doc_id, event.pages_total)
+
+    def _advance(self, doc_id: str, reached: int) -> None:
+        done = self._done.get(doc_id, 0)
+        if reached > done:
+            self.bar.update(reached - done)
+            self._done[doc_id] = reached
+
+    def close(self) -> None:
+        self.bar.close()
 
 
-@app.command()
-def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (walked for *.pdf)")],
-    data_dir: DataDir = None,
-    force: Annotated[bool, typer.Option(help="re-ingest files already in the index")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
-) -> None:
-    """Ingest PDFs; exits non-zero with one line per failed file."""
-    from tqdm import tqdm
+def _process(services: Any, work: Any) -> list[Any]:
+    """Run `work()` (which ingests) with a progress bar on stderr."""
+    progress = _Progress()
+    unsubscribe = services.events.subscribe(progress)
+    try:
+        return list(work())
+    finally:
+        unsubscribe()
+        progress.close()
 
-    from ingest.pipeline import FileStatus, find_pdfs
 
-    _setup_logging(verbose)
-    missing = [p for p in paths if not p.exists()]
-    for path in missing:
-        typer.echo(f"{path}: no such file or directory", err=True)
-    files = find_pdfs([p for p in paths if p.exists()])
-    if not files and not missing:
-        typer.echo("no PDF files found", err=True)
-        raise typer.Exit(1)
-    services = _open_services(_settings(data_dir=data_dir))
-    started = time.perf_counter()
-    with tqdm(total=_count_pages(files), unit="page", desc="ingest", file=sys.stderr) as bar:
+def _report(results: list[Any], seconds: float) -> int:
+    """Print the summary and one line per partial or failed file; the number of failures."""
+    from ingest.pipeline import FileStatus
 
-        def finished(result: Any) -> None:
-            if result.status in (FileStatus.unchanged, FileStatus.failed):
-                bar.update(result.pages)
-            bar.set_postfix_str(result.source[:40])
-
-        try:
-            results = services.ingestor.ingest_paths(
-                files, force=force, on_result=finished, on_pages=bar.update
-            )
-        finally:
-            services.close()
     failed = [r for r in results if r.status is FileStatus.failed]
+    unchanged = sum(r.status is FileStatus.unchanged for r in results)
     pages = sum(r.pages for r in results if r.status is not FileStatus.unchanged)
-    seconds = time.perf_counter() - started
+    rate = f", {pages / seconds:.2f} pages/s" if pages and seconds > 0 else ""
     typer.echo(
-        f"{len(results) - len(failed)} of {len(results)} files ingested "
-        f"({sum(r.status is FileStatus.unchanged for r in results)} unchanged), "
-        f"{pages} pages in {seconds:.1f}s",
+        f"{len(results) - len(failed)} of {len(results)} files ingested ({unchanged} unchanged), "
+        f"{pages} pages in {seconds:.1f}s{rate}",
         err=True,
     )
     for result in results:
         if result.status is FileStatus.partial:
             typer.echo(f"PARTIAL {result.path}: {result.error}", err=True)
     for result in failed:
-        typer.echo(f"FAILED {result.path}: {result.error}", err=True)
-    if failed or missing:
+        again = " (will be retried)" if result.retry else ""
+        typer.echo(f"FAILED {result.path or result.source}: {result.error}{again}", err=True)
+    return len(failed)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (walked for *.pdf)")],
+    data_dir: DataDir = None,
+    force: Annotated[bool, typer.Option(help="process again files already indexed")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Bring the index in line with folders and files: new and changed PDFs are ingested,
+    deleted ones removed, renamed and copied ones relinked; exits 1 when a file failed."""
+    _setup_logging(verbose)
+    missing = [p for p in paths if not p.exists()]
+    for path in missing:
+        typer.echo(f"{path}: no such file or directory", err=True)
+    present = [p for p in paths if p.exists()]
+    if not present:
         raise typer.Exit(1)
+    services = _open_services(_settings(data_dir=data_dir))
+    started = time.perf_counter()
+    try:
+        services.sync.recover()
+        results = _process(services, lambda: services.sync.ingest_paths(present, force=force))
+    finally:
+        services.close()
+    if not results and not missing:
+        typer.echo("no PDF files found", err=True)
+        raise typer.Exit(1)
+    if _report(results, time.perf_counter() - started) or missing:
+        raise typer.Exit(1)
+
+
+@app.command()
+def retry(
+    data_dir: DataDir = None,
+    all_failed: Annotated[
+        bool, typer.Option("--all", help="also files that failed for good (bad input)")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Process failed documents again now, without waiting for their backoff."""
+    _setup_logging(verbose)
+    services = _open_services(_settings(data_dir=data_dir))
+    started = time.perf_counter()
+    try:
+        services.sync.recover()
+        queued = services.sync.retry(include_permanent=all_failed)
+        results = _process(services, services.sync.process_pending) if queued else []
+    finally:
+        services.close()
+    if not results:
+        typer.echo("nothing to retry", err=True)
+        return
+    if _report(results, time.perf_counter() - started):
+        raise typer.Exit(1)
+
+
+@app.command()
+def docs(
+    data_dir: DataDir = None,
+    failed: Annotated[bool, typer.Option("--failed", help="only documents that failed")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="a JSON list on stdout")] = False,
+) -> None:
+    """List the documents of the ledger with their status; `chunks` is counted in the index."""
+    from ingest.records import DocStatus
+
+    _setup_logging(False)
+    services = _open_services(_settings(data_dir=data_dir))
+    try:
+        records = services.ledger.documents(DocStatus.failed if failed else None)
+        points = services.store.doc_ids()
+    finally:
+        services.close()
+    rows = [
+        {
+            "doc_id": r.doc_id,
+            "source": r.source,
+            "paths": r.paths,
+            "status": r.status.value,
+            "pages": r.pages,
+            "chunks": points.get(r.doc_id, 0),
+            "errors": r.errors,
+        }
+        for r in records
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    typer.echo(f"{'status':<10} {'pages':>5} {'chunks':>6}  {'doc_id':<12}  source / errors")
+    for row in rows:
+        typer.echo(
+            f"{row['status']:<10} {row['pages']:>5} {row['chunks']:>6}  "
+            f"{str(row['doc_id'])[:12]:<12}  {row['source']}"
+        )
+        for error in row["errors"][:3]:
+            typer.echo(f"{'':<38}{str(error)[:160]}")
+    typer.echo(f"{len(rows)} documents", err=True)
 
 
 @app.command()

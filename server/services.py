@@ -1,11 +1,16 @@
-"""Builds the long-lived objects of a running folio: catalog, embedder, store, ingestor."""
+"""Builds the long-lived objects of a running folio: ledger, embedder, store, ingest pipeline."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ingest.catalog import Catalog
+from ingest.events import EventHub
+from ingest.files import DocumentFiles
+from ingest.ledger import Ledger
+from ingest.page_cache import PAGE_CACHE_FILE, SqlitePageCache
+from ingest.passwords import PASSWORDS_FILE
 from ingest.pipeline import IngestOptions, Ingestor
+from ingest.sync import Sync
 from retrieval.edge_store import EdgeStore
 from retrieval.embedder import Embedder, SentenceTransformerEmbedder
 from retrieval.search import Retriever
@@ -16,14 +21,19 @@ from server.settings import Settings
 @dataclass
 class Services:
     settings: Settings
-    catalog: Catalog
+    ledger: Ledger
+    files: DocumentFiles
     embedder: Embedder
     store: VectorStore
+    events: EventHub
     ingestor: Ingestor
+    sync: Sync
     retriever: Retriever
 
     def close(self) -> None:
+        self.ingestor.close()
         self.store.close()
+        self.ledger.close()
 
 
 def open_store(settings: Settings, dim: int) -> VectorStore:
@@ -42,19 +52,46 @@ def open_store(settings: Settings, dim: int) -> VectorStore:
     )
 
 
-def build_services(settings: Settings) -> Services:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    catalog = Catalog(settings.data_dir)
-    embedder = SentenceTransformerEmbedder(batch_size=settings.embed_batch_size)
-    store = open_store(settings, embedder.dim)
-    options = IngestOptions(
-        max_tokens=settings.max_tokens, embed_batch_size=settings.embed_batch_size
+def ingest_options(settings: Settings) -> IngestOptions:
+    return IngestOptions(
+        max_tokens=settings.max_tokens,
+        extract=settings.extract_options(),
+        passwords_file=settings.data_dir / PASSWORDS_FILE,
     )
+
+
+def build_services(
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    options: IngestOptions | None = None,
+) -> Services:
+    """Everything a running folio needs; `embedder` and `options` replace the configured ones."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    embedder = embedder or SentenceTransformerEmbedder(batch_size=settings.embed_batch_size)
+    store = open_store(settings, embedder.dim)
+    ledger = Ledger(settings.data_dir)
+    files = DocumentFiles(settings.data_dir)
+    events = EventHub()
+    cache_path = settings.data_dir / PAGE_CACHE_FILE
+    ingestor = Ingestor(
+        ledger,
+        files,
+        embedder,
+        store,
+        options or ingest_options(settings),
+        cache_path=cache_path,
+        events=events,
+    )
+    sync = Sync(ledger, files, store, ingestor, events=events, cache=SqlitePageCache(cache_path))
     return Services(
         settings=settings,
-        catalog=catalog,
+        ledger=ledger,
+        files=files,
         embedder=embedder,
         store=store,
-        ingestor=Ingestor(catalog, embedder, store, options),
+        events=events,
+        ingestor=ingestor,
+        sync=sync,
         retriever=Retriever(embedder, store),
     )

@@ -16,6 +16,7 @@ import uvicorn
 from PIL import Image
 from typer.testing import CliRunner
 
+from ocr_engine.options import OcrMode
 from server.app import create_app
 from server.cli import app as cli_app
 from server.services import Services, build_services
@@ -62,7 +63,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services,
     inbox.mkdir()
     for name, (title, sections) in FACTS.items():
         (inbox / name).write_bytes(fact_pdf(title, sections))
-    settings = Settings(data_dir=root / "data", watch_dir=inbox, watch_settle_seconds=0.3)
+    settings = Settings(
+        data_dir=root / "data", watch_dir=inbox, watch_settle_seconds=0.3, ocr=OcrMode.never
+    )
     services = build_services(settings)
     try:
         with LiveServer(services) as live:
@@ -87,7 +90,7 @@ def _sources(base_url: str) -> dict[str, str]:
 
 def test_query_cites_the_lines_and_highlights_them(served: tuple[Services, str, Path]) -> None:
     _services, base, _inbox = served
-    _wait_for(lambda: {"volcano.pdf", "bakery.pdf"} <= set(_sources(base)))
+    _wait_for(lambda: _sources(base).get("volcano.pdf") == _sources(base).get("bakery.pdf") == "ok")
 
     response = httpx.post(f"{base}/query", json={"question": "When did Kelud erupt?", "top_k": 3})
     assert response.status_code == 200
@@ -126,7 +129,7 @@ def test_query_cites_the_lines_and_highlights_them(served: tuple[Services, str, 
 
 def test_dropped_file_becomes_searchable(served: tuple[Services, str, Path]) -> None:
     _services, base, inbox = served
-    _wait_for(lambda: "volcano.pdf" in _sources(base))
+    _wait_for(lambda: _sources(base).get("volcano.pdf") == "ok")
     data = fact_pdf(
         "Lighthouse Log", [("Keepers", "The lamp of Pharos Point was lit by Ada Crane.")]
     )
@@ -165,7 +168,7 @@ def test_api_errors_share_one_shape(served: tuple[Services, str, Path]) -> None:
     assert traversal.status_code == 404
     empty = httpx.post(f"{base}/query", json={"question": ""})
     assert empty.status_code == 422 and "error" in empty.json()
-    _wait_for(lambda: "volcano.pdf" in _sources(base))
+    _wait_for(lambda: _sources(base).get("volcano.pdf") == "ok")
     doc_id = next(
         r["doc_id"] for r in httpx.get(f"{base}/documents").json() if r["source"] == "volcano.pdf"
     )
@@ -176,7 +179,10 @@ def test_api_errors_share_one_shape(served: tuple[Services, str, Path]) -> None:
     assert bad_box.status_code == 422
 
 
-def test_cli_ingest_reports_each_failed_file_and_query_json(tmp_path: Path) -> None:
+def test_cli_ingest_reports_each_failed_file_and_query_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FOLIO_OCR", "never")
     folder = tmp_path / "in"
     folder.mkdir()
     for name, (title, sections) in FACTS.items():

@@ -1,0 +1,511 @@
+"""The ledger: SQLite under the data directory, the source of truth of what is (to be) indexed.
+
+Documents are keyed by content hash; paths map file names to the bytes they held when last
+scanned; pages record which engine read each page. One connection guarded by a lock serves every
+thread of a process (the watcher, the ingest worker, API threads); WAL lets other processes read
+(`folio docs`) while one writes. Every method is one short transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ingest.migrations import applied, migrate
+from ingest.records import (
+    DocStatus,
+    DocumentRecord,
+    FailureKind,
+    PageRecord,
+    PathRecord,
+    Timings,
+    UnknownDocumentError,
+    Versions,
+)
+from ocr_engine.schema import EngineInfo, PageStatus
+
+__all__ = ["LEDGER_FILE", "Ledger", "LinkKind", "LinkResult"]
+
+log = logging.getLogger(__name__)
+
+LEDGER_FILE = "ledger.sqlite3"
+_DOC_COLUMNS = (
+    "doc_id, source, size, status, pages, pages_done, chunks, errors, failure, attempts,"
+    " next_retry_at, uploaded, replaced_by, created_at, started_at, finished_at, timings, versions"
+)
+# a document whose replacement may still be indexed keeps its points until then
+_PENDING = (
+    "(r.status IN ('queued', 'processing')"
+    " OR (r.status = 'failed' AND r.next_retry_at IS NOT NULL))"
+)
+
+
+class LinkKind(StrEnum):
+    new = "new"  # bytes never seen before
+    copied = "copied"  # known bytes under one more path (a rename, when another path vanished)
+    changed = "changed"  # the path held other bytes before
+    touched = "touched"  # same path, same bytes, new mtime
+
+
+class LinkResult(BaseModel):
+    kind: LinkKind
+    doc_id: str
+    previous: str | None = None
+
+
+def _ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+class Ledger:
+    """Documents, paths and pages in `DATA_DIR/ledger.sqlite3`, migrated on open."""
+
+    def __init__(self, data_dir: Path, *, filename: str = LEDGER_FILE) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.file = data_dir / filename
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            self.file, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        with self._lock:
+            migrate(self._db, data_dir)
+
+    @property
+    def schema_version(self) -> int:
+        """How many migrations have run."""
+        with self._lock:
+            return len(applied(self._db))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; the lock keeps other threads out until it commits."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # documents ----------------------------------------------------------------------------------
+
+    def find(self, doc_id: str) -> DocumentRecord | None:
+        found = self._documents("WHERE doc_id = ?", (doc_id,))
+        return found[0] if found else None
+
+    def get(self, doc_id: str) -> DocumentRecord:
+        record = self.find(doc_id)
+        if record is None:
+            raise UnknownDocumentError(doc_id)
+        return record
+
+    def documents(
+        self, status: DocStatus | Iterable[DocStatus] | None = None
+    ) -> list[DocumentRecord]:
+        """Documents, oldest first, optionally only those with a status."""
+        if status is None:
+            return self._documents("", ())
+        wanted = [status] if isinstance(status, DocStatus) else list(status)
+        marks = ",".join("?" * len(wanted))
+        return self._documents(f"WHERE status IN ({marks})", [s.value for s in wanted])
+
+    def count(self, status: DocStatus | None = None) -> int:
+        if status is None:
+            return int(self._rows("SELECT count(*) FROM documents")[0][0])
+        return int(self._rows("SELECT count(*) FROM documents WHERE status = ?", (status,))[0][0])
+
+    def statuses(self) -> dict[str, DocStatus]:
+        """doc_id -> status, without building records (for reconciliation)."""
+        return {d: DocStatus(s) for d, s in self._rows("SELECT doc_id, status FROM documents")}
+
+    def _documents(self, where: str, args: Sequence[Any]) -> list[DocumentRecord]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents {where} ORDER BY created_at, doc_id", args
+            ).fetchall()
+            ids = [row[0] for row in rows]
+            paths: dict[str, list[str]] = {doc_id: [] for doc_id in ids}
+            if len(ids) == 1:
+                query = "SELECT doc_id, path FROM paths WHERE doc_id = ? ORDER BY path"
+                found = self._db.execute(query, ids).fetchall()
+            else:
+                found = self._db.execute("SELECT doc_id, path FROM paths ORDER BY path").fetchall()
+        for doc_id, path in found:
+            if doc_id in paths:
+                paths[doc_id].append(path)
+        return [self._record(row, paths[row[0]]) for row in rows]
+
+    @staticmethod
+    def _record(row: tuple[Any, ...], paths: list[str]) -> DocumentRecord:
+        (doc_id, source, size, status, pages, pages_done, chunks, errors, failure, attempts) = row[
+            :10
+        ]
+        next_retry_at, uploaded, replaced_by, created, started, finished, timings, versions = row[
+            10:
+        ]
+        timing = Timings.model_validate_json(timings)
+        kind = FailureKind(failure) if failure else None
+        return DocumentRecord(
+            doc_id=doc_id,
+            source=source,
+            paths=paths,
+            size=size,
+            status=DocStatus(status),
+            pages=pages,
+            pages_done=pages_done,
+            chunks=chunks,
+            errors=json.loads(errors),
+            failure=kind,
+            retryable=next_retry_at is not None,
+            attempts=attempts,
+            next_retry_at=_ts(next_retry_at),
+            uploaded=bool(uploaded),
+            replaced_by=replaced_by,
+            created_at=_ts(created) or datetime.now(UTC),
+            started_at=_ts(started),
+            finished_at=_ts(finished),
+            seconds=timing.total_s,
+            timings=timing,
+            versions=Versions.model_validate_json(versions),
+        )
+
+    def add(self, doc_id: str, source: str, size: int, *, uploaded: bool = False) -> bool:
+        """Record bytes (queued) unless known; `uploaded` keeps it without a path. True if new."""
+        now = time.time()
+        with self.transaction() as db:
+            created = self._insert(db, doc_id, source, size, now)
+            if uploaded:
+                db.execute(
+                    "UPDATE documents SET uploaded = 1, replaced_by = NULL WHERE doc_id = ?",
+                    (doc_id,),
+                )
+        return created
+
+    @staticmethod
+    def _insert(db: sqlite3.Connection, doc_id: str, source: str, size: int, now: float) -> bool:
+        cursor = db.execute(
+            "INSERT OR IGNORE INTO documents (doc_id, source, size, status, created_at, queued_at)"
+            " VALUES (?, ?, ?, 'queued', ?, ?)",
+            (doc_id, source, size, now, now),
+        )
+        return cursor.rowcount == 1
+
+    def delete(self, doc_id: str) -> None:
+        """Forget a document, its pages and paths (its points must be gone already)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM paths WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+
+    def set_uploaded(self, doc_id: str, uploaded: bool) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET uploaded = ? WHERE doc_id = ?", (int(uploaded), doc_id)
+            )
+
+    # the life of an attempt -----------------------------------------------------------------------
+
+    def due(self, now: float | None = None) -> list[DocumentRecord]:
+        """Documents to process now: queued ones, and failed ones whose retry time has come."""
+        at = time.time() if now is None else now
+        return self._documents(
+            "WHERE status = 'queued' OR (status = 'failed' AND next_retry_at <= ?)", (at,)
+        )
+
+    def next_retry_at(self) -> float | None:
+        """The earliest retry time of a failed document (unix seconds), if any."""
+        row = self._rows("SELECT min(next_retry_at) FROM documents WHERE status = 'failed'")
+        return row[0][0] if row and row[0][0] is not None else None
+
+    def requeue(self, doc_ids: Iterable[str]) -> int:
+        now = time.time()
+        with self.transaction() as db:
+            cursor = db.executemany(
+                "UPDATE documents SET status = 'queued', queued_at = ?, next_retry_at = NULL,"
+                " pages_done = 0 WHERE doc_id = ?",
+                [(now, doc_id) for doc_id in doc_ids],
+            )
+            return cursor.rowcount
+
+    def reset_interrupted(self) -> list[str]:
+        """Documents left `processing` by a process that died: queued again."""
+        with self.transaction() as db:
+            ids = [
+                r[0] for r in db.execute("SELECT doc_id FROM documents WHERE status='processing'")
+            ]
+            db.execute(
+                "UPDATE documents SET status = 'queued', pages_done = 0 WHERE status = 'processing'"
+            )
+        return ids
+
+    def failed_ids(self, *, include_permanent: bool) -> list[str]:
+        clause = "" if include_permanent else " AND next_retry_at IS NOT NULL"
+        return [
+            r[0] for r in self._rows(f"SELECT doc_id FROM documents WHERE status='failed'{clause}")
+        ]
+
+    def start(self, doc_id: str) -> int:
+        """Mark a document processing; returns which attempt this is (1-based)."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET status = 'processing', attempts = attempts + 1,"
+                " started_at = ?, finished_at = NULL, next_retry_at = NULL, pages_done = 0"
+                " WHERE doc_id = ?",
+                (time.time(), doc_id),
+            )
+            db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
+            row = db.execute("SELECT attempts FROM documents WHERE doc_id = ?", (doc_id,))
+            found = row.fetchone()
+        if found is None:
+            raise UnknownDocumentError(doc_id)
+        return int(found[0])
+
+    def set_page_count(self, doc_id: str, pages: int) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE documents SET pages = ? WHERE doc_id = ?", (pages, doc_id))
+
+    def record_pages(self, doc_id: str, pages: Sequence[PageRecord]) -> None:
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO pages (doc_id, number, width, height, engine, engine_model,"
+                " engine_version, status, route, errors, blocks) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        doc_id,
+                        p.number,
+                        p.width,
+                        p.height,
+                        p.engine.name,
+                        p.engine.model,
+                        p.engine.version,
+                        p.status.value,
+                        p.route,
+                        json.dumps(p.errors),
+                        p.blocks,
+                    )
+                    for p in pages
+                ],
+            )
+
+    def set_progress(self, doc_id: str, pages_done: int) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE documents SET pages_done = ? WHERE doc_id = ?", (pages_done, doc_id))
+
+    def set_password_tried(self, doc_id: str, fingerprint: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET password_tried = ? WHERE doc_id = ?", (fingerprint, doc_id)
+            )
+
+    def password_failures(self) -> dict[str, str]:
+        """doc_id -> fingerprint of the password tried, for documents that failed without one."""
+        rows = self._rows(
+            "SELECT doc_id, coalesce(password_tried, '') FROM documents"
+            " WHERE status = 'failed' AND failure = 'password'"
+        )
+        return {doc_id: tried for doc_id, tried in rows}
+
+    def finish(
+        self,
+        doc_id: str,
+        status: DocStatus,
+        *,
+        pages: int,
+        chunks: int,
+        errors: Sequence[str],
+        timings: Timings,
+        versions: Versions,
+    ) -> None:
+        if status not in (DocStatus.ok, DocStatus.partial):
+            raise ValueError(f"finish() takes ok or partial, not {status}")
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET status = ?, pages = ?, pages_done = ?, chunks = ?,"
+                " errors = ?, failure = NULL, attempts = 0, next_retry_at = NULL,"
+                " finished_at = ?, timings = ?, versions = ? WHERE doc_id = ?",
+                (
+                    status.value,
+                    pages,
+                    pages,
+                    chunks,
+                    json.dumps(list(errors)),
+                    time.time(),
+                    timings.model_dump_json(),
+                    versions.model_dump_json(),
+                    doc_id,
+                ),
+            )
+
+    def fail(
+        self,
+        doc_id: str,
+        errors: Sequence[str],
+        kind: FailureKind,
+        *,
+        retry_at: float | None,
+        timings: Timings | None = None,
+    ) -> None:
+        """Mark failed; `retry_at` (unix seconds) schedules another attempt, None gives up."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET status = 'failed', errors = ?, failure = ?, chunks = 0,"
+                " next_retry_at = ?, finished_at = ?, timings = ? WHERE doc_id = ?",
+                (
+                    json.dumps(list(errors)),
+                    kind.value,
+                    retry_at,
+                    time.time(),
+                    (timings or Timings()).model_dump_json(),
+                    doc_id,
+                ),
+            )
+
+    # pages --------------------------------------------------------------------------------------
+
+    def pages(self, doc_id: str) -> list[PageRecord]:
+        rows = self._rows(
+            "SELECT number, width, height, engine, engine_model, engine_version, status, route,"
+            " errors, blocks FROM pages WHERE doc_id = ? ORDER BY number",
+            (doc_id,),
+        )
+        return [
+            PageRecord(
+                number=n,
+                width=w,
+                height=h,
+                engine=EngineInfo(name=engine, model=model, version=version),
+                status=PageStatus(status),
+                route=route,
+                errors=json.loads(errors),
+                blocks=blocks,
+            )
+            for n, w, h, engine, model, version, status, route, errors, blocks in rows
+        ]
+
+    # paths --------------------------------------------------------------------------------------
+
+    def path_record(self, path: str) -> PathRecord | None:
+        rows = self._rows(
+            "SELECT path, doc_id, size, mtime_ns, seen_at FROM paths WHERE path = ?", (path,)
+        )
+        return self._path_record(rows[0]) if rows else None
+
+    def paths_under(self, root: str) -> dict[str, PathRecord]:
+        """Recorded paths inside the folder `root` (absolute, no trailing separator)."""
+        prefix = root.rstrip(os.sep) + os.sep
+        rows = self._rows(
+            "SELECT path, doc_id, size, mtime_ns, seen_at FROM paths WHERE substr(path, 1, ?) = ?",
+            (len(prefix), prefix),
+        )
+        return {row[0]: self._path_record(row) for row in rows}
+
+    @staticmethod
+    def _path_record(row: tuple[Any, ...]) -> PathRecord:
+        path, doc_id, size, mtime_ns, seen = row
+        seen_at = datetime.fromtimestamp(seen, UTC)
+        return PathRecord(path=path, doc_id=doc_id, size=size, mtime_ns=mtime_ns, seen_at=seen_at)
+
+    def link(self, path: str, doc_id: str, size: int, mtime_ns: int) -> LinkResult:
+        """Record that `path` now holds the bytes `doc_id` (queued if they are new)."""
+        now = time.time()
+        name = os.path.basename(path)
+        with self.transaction() as db:
+            created = self._insert(db, doc_id, name, size, now)
+            row = db.execute("SELECT doc_id FROM paths WHERE path = ?", (path,)).fetchone()
+            previous = row[0] if row else None
+            db.execute(
+                "INSERT OR REPLACE INTO paths (path, doc_id, size, mtime_ns, seen_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (path, doc_id, size, mtime_ns, now),
+            )
+            db.execute("UPDATE documents SET replaced_by = NULL WHERE doc_id = ?", (doc_id,))
+            if previous is not None and previous != doc_id:
+                self._superseded(db, previous, doc_id)
+        if previous == doc_id:
+            return LinkResult(kind=LinkKind.touched, doc_id=doc_id)
+        if previous is not None:
+            return LinkResult(kind=LinkKind.changed, doc_id=doc_id, previous=previous)
+        return LinkResult(kind=LinkKind.new if created else LinkKind.copied, doc_id=doc_id)
+
+    @staticmethod
+    def _superseded(db: sqlite3.Connection, old: str, new: str) -> None:
+        """`old` lost a path to `new`: if it has no path left, it waits for `new` to be indexed."""
+        left = db.execute("SELECT 1 FROM paths WHERE doc_id = ? LIMIT 1", (old,)).fetchone()
+        if left is None:
+            db.execute("UPDATE documents SET replaced_by = ? WHERE doc_id = ?", (new, old))
+            db.execute("UPDATE documents SET replaced_by = ? WHERE replaced_by = ?", (new, old))
+
+    def unlink(self, path: str) -> str | None:
+        """Forget a path that is gone; returns the doc_id it held."""
+        with self.transaction() as db:
+            row = db.execute("SELECT doc_id FROM paths WHERE path = ?", (path,)).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM paths WHERE path = ?", (path,))
+            other = db.execute(
+                "SELECT path FROM paths WHERE doc_id = ? ORDER BY path LIMIT 1", (row[0],)
+            ).fetchone()
+            if other is not None:  # a rename: the record takes the remaining path's name
+                db.execute(
+                    "UPDATE documents SET source = ? WHERE doc_id = ?",
+                    (os.path.basename(other[0]), row[0]),
+                )
+        return str(row[0])
+
+    def touch(self, paths: Iterable[str]) -> None:
+        """Paths seen again unchanged."""
+        now = time.time()
+        with self.transaction() as db:
+            db.executemany("UPDATE paths SET seen_at = ? WHERE path = ?", [(now, p) for p in paths])
+
+    def orphans(self) -> list[str]:
+        """Documents no path holds any more (not uploads, not being processed), ready to remove.
+
+        A document replaced by a newer version of its file is kept until that version is indexed
+        (or has failed for good), so its file never drops out of the index in between."""
+        rows = self._rows(
+            "SELECT d.doc_id FROM documents d WHERE d.uploaded = 0 AND d.status != 'processing'"
+            " AND NOT EXISTS (SELECT 1 FROM paths p WHERE p.doc_id = d.doc_id)"
+            " AND NOT (d.replaced_by IS NOT NULL AND EXISTS (SELECT 1 FROM documents r"
+            f" WHERE r.doc_id = d.replaced_by AND {_PENDING}))"
+        )
+        return [r[0] for r in rows]
+
+    def is_orphan(self, doc_id: str) -> bool:
+        rows = self._rows(
+            "SELECT uploaded, EXISTS (SELECT 1 FROM paths WHERE doc_id = ?) FROM documents"
+            " WHERE doc_id = ?",
+            (doc_id, doc_id),
+        )
+        return bool(rows) and not rows[0][0] and not rows[0][1]
+
+    def replaced_by(self, doc_id: str) -> list[str]:
+        """Older versions waiting for `doc_id` to be indexed."""
+        return [
+            r[0]
+            for r in self._rows("SELECT doc_id FROM documents WHERE replaced_by = ?", (doc_id,))
+        ]

@@ -1,0 +1,462 @@
+"""Keep the index equal to the folder: scan, record what changed, process what is new, remove
+what is gone. `folio ingest`, the folder watcher and the HTTP API all go through `Sync`.
+
+A scan compares each PDF's size and mtime with the ledger and hashes only files that differ, so
+an unchanged folder costs a directory walk. Bytes already known under another name are linked, not
+processed (a copy; a rename when the old name vanished). A file whose bytes changed becomes a new
+document; the old version keeps its points until the new one is indexed, then it is removed, so
+the file never drops out of search. A deleted file's points go, unless another path holds the
+same bytes. `recover()` at startup makes the index agree with the ledger after a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ingest.events import EventHub, EventKind, IngestEvent
+from ingest.files import DocumentFiles, file_sha256
+from ingest.ledger import Ledger, LinkKind
+from ingest.page_cache import SqlitePageCache
+from ingest.passwords import fingerprint
+from ingest.pipeline import FileResult, FileStatus, Ingestor
+from ingest.records import INDEXED, DocStatus, DocumentRecord
+from retrieval.store import VectorStore
+
+__all__ = ["RecoveryReport", "ScanReport", "Sync", "find_pdfs", "is_pdf_name"]
+
+log = logging.getLogger(__name__)
+
+
+def is_pdf_name(name: str) -> bool:
+    """A PDF by its name; hidden files (editors' and copy tools' temporaries) are left alone."""
+    return name.lower().endswith(".pdf") and not name.startswith(".")
+
+
+def _walk(root: str, found: dict[str, tuple[int, int]]) -> None:
+    try:
+        entries = list(os.scandir(root))
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        log.warning("cannot list %s: %s", root, exc)
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                _walk(entry.path, found)
+            elif is_pdf_name(entry.name) and entry.is_file():
+                stat = entry.stat()
+                found[entry.path] = (stat.st_size, stat.st_mtime_ns)
+        except OSError as exc:  # vanished while listing, or unreadable
+            log.info("skipping %s: %s", entry.path, exc)
+
+
+def find_pdfs(paths: Sequence[Path]) -> list[Path]:
+    """Files given directly, plus the PDFs found by walking the directories given."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found: dict[str, tuple[int, int]] = {}
+            _walk(os.path.abspath(path), found)
+            out.extend(Path(p) for p in sorted(found))
+        else:
+            out.append(path)
+    return out
+
+
+class ScanReport(BaseModel):
+    """What one scan found and did; paths are absolute."""
+
+    root: str
+    files: int = 0
+    unchanged: int = 0
+    hashed: int = 0
+    new: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    copied: list[str] = Field(default_factory=list)
+    moved: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    unsettled: list[str] = Field(default_factory=list, description="still being written")
+    unreadable: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list, description="doc_ids whose points went")
+    requeued: list[str] = Field(default_factory=list, description="doc_ids with a new password")
+    seconds: float = 0.0
+    settle_at: float | None = Field(default=None, description="when to scan the unsettled again")
+
+    @property
+    def paths(self) -> list[str]:
+        """Every path the scan saw."""
+        return [*self.new, *self.changed, *self.copied, *self.moved]
+
+
+class RecoveryReport(BaseModel):
+    """What startup reconciliation found after the last run (all empty after a clean stop)."""
+
+    interrupted: list[str] = Field(default_factory=list, description="redone: left processing")
+    stray: list[str] = Field(default_factory=list, description="points removed: not indexed")
+    missing: list[str] = Field(default_factory=list, description="redone: points missing")
+    removed: list[str] = Field(default_factory=list, description="orphans removed")
+
+
+class Sync:
+    """The ledger, the index and the files of `DATA_DIR`, kept in step with the folders."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        files: DocumentFiles,
+        store: VectorStore,
+        ingestor: Ingestor,
+        *,
+        events: EventHub | None = None,
+        cache: SqlitePageCache | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.files = files
+        self.store = store
+        self.ingestor = ingestor
+        self.events = events or ingestor.events
+        self.cache = cache
+        self._lock = threading.RLock()
+
+    # startup ----------------------------------------------------------------------------------
+
+    def recover(self) -> RecoveryReport:
+        """Make the index agree with the ledger: redo what a killed process left half done,
+        remove points of documents that are not indexed, redo indexed ones whose points are not
+        all there, and remove documents no path holds."""
+        with self._lock:
+            report = RecoveryReport(interrupted=self.ledger.reset_interrupted())
+            self.files.sweep_temporary()
+            in_index = self.store.doc_ids()
+            indexed = {r.doc_id: r.chunks for r in self.ledger.documents(INDEXED)}
+            for doc_id in in_index:
+                if doc_id not in indexed:
+                    self.store.delete_document(doc_id)
+                    report.stray.append(doc_id)
+            for doc_id, chunks in indexed.items():
+                if in_index.get(doc_id, 0) != chunks:
+                    if doc_id in in_index:
+                        self.store.delete_document(doc_id)
+                    report.missing.append(doc_id)
+            self.ledger.requeue(report.missing)
+            report.removed = self.collect_garbage()
+        if report.interrupted or report.stray or report.missing or report.removed:
+            log.info(
+                "recovered: %d interrupted, %d stray, %d missing, %d orphaned",
+                len(report.interrupted),
+                len(report.stray),
+                len(report.missing),
+                len(report.removed),
+            )
+        return report
+
+    # scanning ---------------------------------------------------------------------------------
+
+    def scan(self, root: Path, *, settle: float = 0.0) -> ScanReport:
+        """Bring the ledger in line with the PDFs under `root`; files modified less than `settle`
+        seconds ago are left for a later scan (they may still be being written)."""
+        started = time.perf_counter()
+        top = os.path.abspath(root)
+        found: dict[str, tuple[int, int]] = {}
+        _walk(top, found)
+        with self._lock:
+            report = ScanReport(root=top, files=len(found))
+            known = self.ledger.paths_under(top)
+            unchanged = []
+            for path, (size, mtime_ns) in sorted(found.items()):
+                record = known.get(path)
+                if record is not None and (record.size, record.mtime_ns) == (size, mtime_ns):
+                    unchanged.append(path)
+                else:
+                    self._link(path, size, mtime_ns, settle, report)
+            report.unchanged = len(unchanged)
+            gone = [path for path in known if path not in found]
+            self._unlink(gone, report)
+            self.ledger.touch(unchanged)
+            self._finish_scan(report)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def add_files(self, paths: Sequence[Path]) -> ScanReport:
+        """Record files given one by one (no folder is scanned; a missing one is unlinked)."""
+        started = time.perf_counter()
+        with self._lock:
+            report = ScanReport(root="", files=len(paths))
+            for given in paths:
+                path = os.path.abspath(given)
+                try:
+                    stat = os.stat(path)
+                except FileNotFoundError:
+                    self._unlink([path], report)
+                    continue
+                except OSError:
+                    report.unreadable.append(path)
+                    continue
+                record = self.ledger.path_record(path)
+                if record is not None and (record.size, record.mtime_ns) == (
+                    stat.st_size,
+                    stat.st_mtime_ns,
+                ):
+                    report.unchanged += 1
+                    continue
+                self._link(path, stat.st_size, stat.st_mtime_ns, 0.0, report)
+            self._finish_scan(report)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _link(self, path: str, size: int, mtime_ns: int, settle: float, report: ScanReport) -> None:
+        age = time.time() - mtime_ns / 1e9
+        if settle > 0 and age < settle:
+            report.unsettled.append(path)
+            at = mtime_ns / 1e9 + settle
+            report.settle_at = min(at, report.settle_at or at)
+            return
+        try:
+            doc_id = file_sha256(Path(path))
+            stat = os.stat(path)
+        except OSError as exc:
+            log.info("cannot read %s: %s", path, exc)
+            report.unreadable.append(path)
+            return
+        if (stat.st_size, stat.st_mtime_ns) != (size, mtime_ns):  # written while hashed
+            report.unsettled.append(path)
+            report.settle_at = time.time() + max(settle, 0.5)
+            return
+        report.hashed += 1
+        result = self.ledger.link(path, doc_id, size, mtime_ns)
+        name = os.path.basename(path)
+        if result.kind is LinkKind.new:
+            report.new.append(path)
+            self._emit(EventKind.queued, doc_id, name, path)
+        elif result.kind is LinkKind.changed:
+            report.changed.append(path)
+            self._emit(EventKind.queued, doc_id, name, path)
+        elif result.kind is LinkKind.copied:
+            report.copied.append(path)
+            self._emit(EventKind.linked, doc_id, name, path)
+
+    def _unlink(self, gone: Sequence[str], report: ScanReport) -> None:
+        lost: dict[str, str] = {}
+        for path in gone:
+            doc_id = self.ledger.unlink(path)
+            if doc_id is not None:
+                report.deleted.append(path)
+                lost[doc_id] = path
+        if not lost:
+            return
+        for path in list(report.copied):  # known bytes under a new name, old name gone: moved
+            record = self.ledger.path_record(path)
+            if record is not None and record.doc_id in lost:
+                report.copied.remove(path)
+                report.moved.append(path)
+                report.deleted.remove(lost.pop(record.doc_id))
+
+    def _finish_scan(self, report: ScanReport) -> None:
+        report.requeued = self._password_retries()
+        report.removed = self.collect_garbage()
+
+    def _password_retries(self) -> list[str]:
+        """Documents that failed for want of a password, for which another one is now known."""
+        again = []
+        for doc_id, tried in self.ledger.password_failures().items():
+            record = self.ledger.find(doc_id)
+            if record is None:
+                continue
+            password = self.ingestor.passwords.lookup(doc_id, record.paths, record.source)
+            if fingerprint(password) != tried:
+                again.append(doc_id)
+        self.ledger.requeue(again)
+        return again
+
+    # removal ------------------------------------------------------------------------------------
+
+    def collect_garbage(self) -> list[str]:
+        """Remove documents no path holds (and whose newer version is indexed or failed)."""
+        with self._lock:
+            removed = self.ledger.orphans()
+            for doc_id in removed:
+                self._remove(doc_id)
+        return removed
+
+    def remove(self, doc_id: str) -> DocumentRecord:
+        """Remove a document (its points, files and record) whatever holds it; its paths are
+        forgotten, so a file still in a watched folder is back at the next change to it."""
+        with self._lock:
+            record = self.ledger.get(doc_id)
+            if record.status is DocStatus.processing:
+                self.ledger.set_uploaded(doc_id, False)
+                for path in record.paths:
+                    self.ledger.unlink(path)
+                return record  # the pipeline removes it when it finishes (no path holds it)
+            self._remove(doc_id)
+            return record
+
+    def _remove(self, doc_id: str) -> None:
+        record = self.ledger.find(doc_id)
+        self.store.delete_document(doc_id)  # points first: a crash after this is only a record
+        self.files.remove(doc_id)
+        if self.cache is not None:
+            self.cache.drop(doc_id)
+        self.ledger.delete(doc_id)
+        if record is not None:
+            self._emit(EventKind.removed, doc_id, record.source, None)
+
+    # uploads and retries ------------------------------------------------------------------------
+
+    def add_upload(self, data: bytes, name: str) -> DocumentRecord:
+        """Record uploaded bytes (kept without a path until removed); queued unless known."""
+        doc_id = hashlib.sha256(data).hexdigest()
+        self.files.save_pdf(doc_id, data)
+        source = os.path.basename(name) or "upload.pdf"
+        with self._lock:
+            if self.ledger.add(doc_id, source, len(data), uploaded=True):
+                self._emit(EventKind.queued, doc_id, source, None)
+        return self.ledger.get(doc_id)
+
+    def retry(self, *, include_permanent: bool = False) -> list[str]:
+        """Queue failed documents now, ignoring their backoff (all of them with
+        `include_permanent`, e.g. after a password was added or an engine was configured)."""
+        doc_ids = self.ledger.failed_ids(include_permanent=include_permanent)
+        self.ledger.requeue(doc_ids)
+        return doc_ids
+
+    def requeue_paths(self, paths: Sequence[str]) -> list[str]:
+        """Process again the documents these paths hold (`folio ingest --force`)."""
+        doc_ids = sorted({r.doc_id for p in paths if (r := self.ledger.path_record(p)) is not None})
+        self.ledger.requeue(doc_ids)
+        return doc_ids
+
+    # processing ---------------------------------------------------------------------------------
+
+    def process_pending(
+        self,
+        *,
+        stop: threading.Event | None = None,
+        on_result: Callable[[FileResult], None] | None = None,
+    ) -> list[FileResult]:
+        """Process every document due now (queued, or failed with its retry time come)."""
+        results: list[FileResult] = []
+        attempted: set[str] = set()
+        while not (stop is not None and stop.is_set()):
+            due = [r for r in self._due() if r.doc_id not in attempted]
+            if not due:
+                break
+            attempted.update(r.doc_id for r in due)
+
+            def finished(result: FileResult) -> None:
+                self._after(result)
+                if on_result is not None:
+                    on_result(result)
+
+            results.extend(self.ingestor.run(due, on_result=finished, stop=stop))
+        return results
+
+    def _due(self) -> list[DocumentRecord]:
+        """Due documents, after re-checking their paths (a file may have changed since its scan)."""
+        due = self.ledger.due()
+        stale = []
+        for record in due:
+            for path in record.paths:
+                known = self.ledger.path_record(path)
+                try:
+                    stat = os.stat(path)
+                    current = (stat.st_size, stat.st_mtime_ns)
+                except OSError:
+                    current = None
+                if known is None or current != (known.size, known.mtime_ns):
+                    stale.append(Path(path))
+        if stale:
+            self.add_files(stale)
+            due = self.ledger.due()
+        return due
+
+    def _after(self, result: FileResult) -> None:
+        """A document is done: drop it if no path holds it now, and older versions it replaced."""
+        with self._lock:
+            if result.doc_id and self.ledger.is_orphan(result.doc_id):
+                self._remove(result.doc_id)
+            self.collect_garbage()
+
+    def ingest_paths(
+        self,
+        paths: Sequence[Path],
+        *,
+        force: bool = False,
+        on_result: Callable[[FileResult], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> list[FileResult]:
+        """Sync folders and files, then process what is due; one result per file given or found
+        (unchanged files included) plus any document processed for another reason (a retry, a
+        document a killed run left)."""
+        seen: list[str] = []
+        unreadable: list[str] = []
+        for path in paths:
+            report = self.scan(path) if path.is_dir() else self.add_files([path])
+            unreadable.extend(report.unreadable)
+            if path.is_dir():
+                seen.extend(self.ledger.paths_under(report.root))
+            else:
+                seen.append(os.path.abspath(path))
+        seen = list(dict.fromkeys(seen))
+        if force:
+            self.requeue_paths(seen)
+        processed = {r.doc_id: r for r in self.process_pending(on_result=on_result, stop=stop)}
+        results: list[FileResult] = []
+        reported: set[str] = set()
+        for name in seen:
+            record = self.ledger.path_record(name)
+            if record is None:
+                continue
+            done = processed.get(record.doc_id)
+            if done is not None and record.doc_id not in reported:
+                results.append(done.model_copy(update={"path": name}))
+            else:
+                results.append(self._standing(name, record.doc_id))
+            reported.add(record.doc_id)
+        results.extend(r for d, r in processed.items() if d not in reported)
+        results.extend(
+            FileResult(
+                path=path,
+                source=os.path.basename(path),
+                status=FileStatus.failed,
+                error="the file cannot be read",
+            )
+            for path in unreadable
+        )
+        return results
+
+    def _standing(self, path: str, doc_id: str) -> FileResult:
+        """A file that needed no work: unchanged, or failed earlier and not due for a retry."""
+        record = self.ledger.find(doc_id)
+        name = os.path.basename(path)
+        if record is None:
+            return FileResult(path=path, source=name, status=FileStatus.failed, error="unknown")
+        if record.status is DocStatus.failed:
+            return FileResult(
+                path=path,
+                source=name,
+                status=FileStatus.failed,
+                doc_id=doc_id,
+                error="; ".join(record.errors) or "failed",
+                retry=record.retryable,
+            )
+        return FileResult(
+            path=path,
+            source=name,
+            status=FileStatus.unchanged,
+            doc_id=doc_id,
+            pages=record.pages,
+            chunks=record.chunks,
+        )
+
+    def _emit(self, kind: EventKind, doc_id: str, source: str, path: str | None) -> None:
+        self.events.emit(IngestEvent(kind=kind, doc_id=doc_id, source=source, path=path))
