@@ -74,12 +74,15 @@ def build_services(
     files = DocumentFiles(settings.data_dir)
     events = EventHub()
     cache_path = settings.data_dir / PAGE_CACHE_FILE
+    options = options or ingest_options(settings)
+    if options.passwords_file is None:
+        options = options.model_copy(update={"passwords_file": settings.data_dir / PASSWORDS_FILE})
     ingestor = Ingestor(
         ledger,
         files,
         embedder,
         store,
-        options or ingest_options(settings),
+        options,
         cache_path=cache_path,
         events=events,
     )
