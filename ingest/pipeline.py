@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ingest.chunker import ChunkStream
+from ingest.embed_cache import EmbeddingCache
 from ingest.events import EventHub, EventKind, IngestEvent
 from ingest.extractor import Extractor, WindowResult
 from ingest.failures import NoTextError, RetryPolicy, SourceGoneError, classify
@@ -151,6 +152,8 @@ class _Doc:
     extract_s: float = 0.0
     embed_s: float = 0.0
     pages_done: int = 0
+    embedded: int = 0
+    reused: int = 0
 
     @property
     def doc_id(self) -> str:
@@ -184,6 +187,7 @@ class Ingestor:
         options: IngestOptions | None = None,
         *,
         cache_path: Path | None = None,
+        embed_cache: EmbeddingCache | None = None,
         events: EventHub | None = None,
     ) -> None:
         self.ledger = ledger
@@ -192,6 +196,7 @@ class Ingestor:
         self.store = store
         self.options = options or IngestOptions()
         self.events = events or EventHub()
+        self.embed_cache = embed_cache
         self.passwords = PasswordBook(self.options.passwords_file)
         self.extractor = Extractor(
             self.options.extract,
@@ -203,6 +208,8 @@ class Ingestor:
 
     def close(self) -> None:
         self.extractor.close()
+        if self.embed_cache is not None:
+            self.embed_cache.close()
 
     def run(
         self,
@@ -397,7 +404,7 @@ class Ingestor:
             for start in range(0, len(batch.chunks), step):
                 part = batch.chunks[start : start + step]
                 began = time.perf_counter()
-                vectors = self.embedder.embed_documents([c.embed_text for c in part])
+                vectors = self._vectors(doc, [c.embed_text for c in part])
                 doc.embed_s += time.perf_counter() - began
                 doc.chunks.extend(part)
                 doc.vectors.append(vectors)
@@ -406,6 +413,25 @@ class Ingestor:
             self._progress(doc, batch.last_page)
         except Exception as exc:
             doc.error = exc
+
+    def _vectors(self, doc: _Doc, texts: list[str]) -> np.ndarray:
+        """Vectors of `texts`: from the embedding cache where it has them, else the model."""
+        if self.embed_cache is None:
+            doc.embedded += len(texts)
+            return self.embedder.embed_documents(texts)
+        model, dim = self.embedder.name, self.embedder.dim
+        found = self.embed_cache.get(model, texts, dim)
+        vectors = np.empty((len(texts), dim), dtype=np.float32)
+        for i, vector in found.items():
+            vectors[i] = vector
+        missing = [i for i in range(len(texts)) if i not in found]
+        if missing:
+            new = self.embedder.embed_documents([texts[i] for i in missing])
+            vectors[missing] = new
+            self.embed_cache.put(model, [texts[i] for i in missing], new)
+        doc.embedded += len(missing)
+        doc.reused += len(found)
+        return vectors
 
     def _progress(self, doc: _Doc, reached: int) -> None:
         if reached <= doc.pages_done:
@@ -515,6 +541,8 @@ class Ingestor:
             embed_s=round(doc.embed_s, 3),
             index_s=round(index_s, 3),
             total_s=round(time.perf_counter() - doc.started, 3),
+            chunks_embedded=doc.embedded,
+            chunks_cached=doc.reused,
         )
 
     def _emit(

@@ -62,12 +62,14 @@ class FailureKind(StrEnum):
 
 
 class Timings(BaseModel):
-    """Seconds spent on one document's last attempt, by stage (stages overlap across documents)."""
+    """Seconds of one document's last attempt by stage (stages overlap across documents)."""
 
     extract_s: float = 0.0
     embed_s: float = 0.0
     index_s: float = 0.0
     total_s: float = 0.0
+    chunks_embedded: int = Field(default=0, description="chunks the model embedded")
+    chunks_cached: int = Field(default=0, description="chunks whose vectors were cached")
 
 
 class Versions(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ingest.embed_cache import EMBED_CACHE_FILE, EmbeddingCache
 from ingest.events import EventHub
 from ingest.files import DocumentFiles
 from ingest.ledger import Ledger
@@ -84,6 +85,7 @@ def build_services(
         store,
         options,
         cache_path=cache_path,
+        embed_cache=EmbeddingCache(settings.data_dir / EMBED_CACHE_FILE),
         events=events,
     )
     sync = Sync(ledger, files, store, ingestor, events=events, cache=SqlitePageCache(cache_path))

@@ -243,8 +243,14 @@ def test_recovery_removes_stray_points_and_redoes_missing_documents(
     report = svc.sync.recover()
     assert report.stray == ["f" * 64] and report.missing == [volcano]
     assert svc.store.count("f" * 64) == 0
+    embedder = svc.embedder
+    assert isinstance(embedder, HashEmbedder)
+    calls = embedder.calls
     assert [r.doc_id for r in svc.sync.process_pending()] == [volcano]
-    assert svc.store.count(volcano) == svc.ledger.get(volcano).chunks > 0
+    redone = svc.ledger.get(volcano)
+    assert svc.store.count(volcano) == redone.chunks > 0
+    assert redone.timings.chunks_cached == redone.chunks and redone.timings.chunks_embedded == 0
+    assert embedder.calls == calls, "vectors came from the embedding cache"
     assert svc.sync.recover().model_dump() == {
         "interrupted": [],
         "stray": [],
