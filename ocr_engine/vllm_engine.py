@@ -1,89 +1,52 @@
 """The vLLM engine: page images -> an OpenAI-compatible `/v1/chat/completions` -> typed pages.
 
-Pages are rendered in worker threads (each with its own PyMuPDF document: documents must not be
-shared across threads) a bounded number ahead of the requests, so the endpoint never waits for the
-CPU; at most `max_in_flight` requests are open at once. Endpoints are used in turn; a connection
-error moves on to the next one at once. Connection errors, timeouts and 5xx are retried with
-jittered exponential backoff; a 4xx is not. An output cut by `max_tokens` or ending in a loop is
-asked again once with the stricter n-gram guard. A page that still fails comes back `failed` with
-a `PageError` (code `endpoint_unavailable`, `timeout`, `http_error`, `truncated`,
-`repetition_loop`, `bad_output` or `render_failed`); the caller chooses a fallback.
+Pages are rendered by worker processes (`ocr_engine.render_pool`) a bounded number ahead of the
+requests, so the endpoint never waits for the CPU; at most `max_in_flight` requests are open at
+once. Endpoints are used in turn; a connection error moves on to the next one at once. Connection
+errors, timeouts and 5xx are retried with jittered exponential backoff; a 4xx is not. An output
+cut by `max_tokens` or ending in a loop is asked again once with the stricter n-gram guard. A page
+that still fails comes back `failed` with a `PageError` (code `endpoint_unavailable`, `timeout`,
+`http_error`, `truncated`, `repetition_loop`, `bad_output` or `render_failed`); the caller
+chooses a fallback. Render workers are started with multiprocessing's "spawn": a script that calls
+the engine at import time needs the usual ``if __name__ == "__main__":`` guard.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import logging
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
 
 import httpx
-import pymupdf
 
-from ocr_engine.deepseek import OcrProfile, detect_repetition, profile_for
+from ocr_engine.deepseek import detect_repetition, profile_for
 from ocr_engine.errors import BadInputError, EngineOutputError
 from ocr_engine.options import VLLMOptions
 from ocr_engine.pdf import open_pdf
-from ocr_engine.render import render_page
+from ocr_engine.render_pool import BodyBuilder, PageRequest, RenderPool, SourceDocument
 from ocr_engine.schema import EngineInfo, Page, PageError, PageStatus
+from ocr_engine.vllm_request import request_body
 
-__all__ = ["ENGINE_NAME", "RunStats", "VLLMEngine", "build_request"]
+__all__ = ["ENGINE_NAME", "RunStats", "VLLMEngine"]
 
 log = logging.getLogger(__name__)
 
 ENGINE_NAME = "vllm"
-WHITELIST_TOKEN_IDS = [128821, 128822]  # <td>, </td>: table cells must be allowed to repeat
 _DOWN_S = 5.0  # an endpoint that refused a connection is tried last for this long
 _MAX_BACKOFF_S = 60.0
 _MAX_ERROR_CHARS = 300
 
 
-def build_request(
-    profile: OcrProfile,
-    options: VLLMOptions,
-    image_url: str,
-    width_px: int,
-    height_px: int,
-    *,
-    strict: bool = False,
-) -> dict[str, Any]:
-    """The chat-completions body for one page image (OCR_FORMATS.md §1.5)."""
-    max_tokens = options.max_tokens or max(
-        256, options.context_tokens - profile.prompt_tokens(width_px, height_px)
-    )
-    return {
-        "model": options.model,
-        "messages": [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "image_url", "image_url": {"url": image_url}},
-                    {"type": "text", "text": profile.prompt},
-                ],
-            }
-        ],
-        "temperature": 0.0,
-        "max_tokens": max_tokens,
-        "skip_special_tokens": False,
-        "vllm_xargs": {
-            "ngram_size": options.strict_ngram_size if strict else options.ngram_size,
-            "window_size": options.strict_window_size if strict else options.window_size,
-            "whitelist_token_ids": WHITELIST_TOKEN_IDS,
-        },
-    }
-
-
 @dataclass(slots=True)
 class RunStats:
-    """What one `read_pages` call did; CPU seconds are per thread (render and encode in workers,
-    parse on the event loop)."""
+    """What one `read_pages` call did. CPU seconds: render and encode (PNG, base64, JSON body) in
+    the workers, parse on the event loop."""
 
     pages: int = 0
     requests: int = 0
@@ -94,20 +57,6 @@ class RunStats:
     encode_cpu_s: float = 0.0
     parse_cpu_s: float = 0.0
     wall_s: float = 0.0
-
-
-@dataclass(slots=True)
-class _Rendered:
-    number: int
-    width: float
-    height: float
-    x0: float
-    y0: float
-    rotation: int
-    width_px: int
-    height_px: int
-    image_url: str
-    body: bytes
 
 
 class _Failure(Exception):
@@ -146,67 +95,14 @@ class _Endpoints:
         self._down_until.pop(url, None)
 
 
-class _Renderer:
-    """Renders pages and builds their request bodies in worker threads, one document per thread."""
-
-    def __init__(self, engine: VLLMEngine, pdf: bytes, password: str | None, stats: RunStats):
-        self.engine = engine
-        self.pdf = pdf
-        self.password = password
-        self.stats = stats
-        self._local = threading.local()
-        self._docs: list[pymupdf.Document] = []
-        self._lock = threading.Lock()
-
-    def _document(self) -> pymupdf.Document:
-        doc: pymupdf.Document | None = getattr(self._local, "doc", None)
-        if doc is None:
-            doc = pymupdf.open(stream=self.pdf, filetype="pdf")
-            if doc.needs_pass:
-                doc.authenticate(self.password or "")
-            self._local.doc = doc
-            with self._lock:
-                self._docs.append(doc)
-        return doc
-
-    def render(self, number: int) -> _Rendered:
-        started = time.thread_time()
-        page = self._document().load_page(number - 1)
-        options = self.engine.options
-        image = render_page(page, dpi=options.dpi, max_pixels=options.max_pixels)
-        rendered_at = time.thread_time()
-        url = "data:image/png;base64," + base64.b64encode(image.png).decode("ascii")
-        request = build_request(self.engine.profile, options, url, image.width_px, image.height_px)
-        body = json.dumps(request).encode()
-        with self._lock:
-            self.stats.render_cpu_s += rendered_at - started
-            self.stats.encode_cpu_s += time.thread_time() - rendered_at
-        return _Rendered(
-            number=number,
-            width=image.width_pt,
-            height=image.height_pt,
-            x0=image.x0,
-            y0=image.y0,
-            rotation=page.rotation,
-            width_px=image.width_px,
-            height_px=image.height_px,
-            image_url=url,
-            body=body,
-        )
-
-    def close(self) -> None:
-        for doc in self._docs:
-            doc.close()
-        self._docs.clear()
-
-
 @dataclass(slots=True)
 class _Run:
     """The state of one `read_pages` call."""
 
     client: httpx.AsyncClient
-    pool: ThreadPoolExecutor
-    renderer: _Renderer
+    pool: RenderPool
+    source: SourceDocument
+    build_body: BodyBuilder
     in_flight: asyncio.Semaphore
     window: asyncio.Semaphore
     stats: RunStats
@@ -219,16 +115,52 @@ class VLLMEngine:
     name = ENGINE_NAME
 
     def __init__(
-        self, options: VLLMOptions, *, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        options: VLLMOptions,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        render_processes: bool = True,
     ) -> None:
+        """`render_processes` false renders in threads, which the GIL serialises with the event
+        loop (see `ocr_engine.render_pool`): for hosts that cannot start processes."""
         self.options = options
+        self.render_processes = render_processes
         self.profile = profile_for(options.model)
         self.info = EngineInfo(
             name=ENGINE_NAME, model=options.model, version=self.profile.prompt_version
         )
         self._transport = transport
         self._endpoints = _Endpoints(options.urls)
+        self._pool: RenderPool | None = None
+        self._pool_lock = threading.Lock()
         self.last_run = RunStats()
+
+    def _render_pool(self) -> RenderPool:
+        """The render workers, started on first use and kept until `close`."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = RenderPool(
+                    self.options.render_workers, processes=self.render_processes
+                )
+                weakref.finalize(self, self._pool.close)
+            return self._pool
+
+    def start(self) -> None:
+        """Start the render workers now (by default the first `read_pages` starts them)."""
+        self._render_pool().start()
+
+    def close(self) -> None:
+        """Stop the render workers (they also stop when the engine is garbage collected)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __enter__(self) -> VLLMEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def read_pages_sync(
         self,
@@ -268,31 +200,30 @@ class VLLMEngine:
         headers = {"content-type": "application/json"}
         if options.api_key:
             headers["authorization"] = f"Bearer {options.api_key}"
-        pool = ThreadPoolExecutor(options.render_workers, thread_name_prefix="vllm-render")
-        renderer = _Renderer(self, pdf, password, stats)
+        pool = self._render_pool()
         try:
             async with httpx.AsyncClient(
                 transport=self._transport, timeout=timeout, limits=limits, headers=headers
             ) as client:
-                run = _Run(
-                    client=client,
-                    pool=pool,
-                    renderer=renderer,
-                    in_flight=asyncio.Semaphore(options.max_in_flight),
-                    window=asyncio.Semaphore(options.max_in_flight + lookahead),
-                    stats=stats,
-                )
-                try:
-                    async with asyncio.TaskGroup() as group:
-                        tasks = [
-                            group.create_task(self._page(run, number, sizes[number], on_page))
-                            for number in numbers
-                        ]
-                except BaseExceptionGroup as errors:  # on_page raised: the others were cancelled
-                    raise errors.exceptions[0] from None
+                with pool.document(pdf, password) as source:
+                    run = _Run(
+                        client=client,
+                        pool=pool,
+                        source=source,
+                        build_body=partial(request_body, self.profile, options),
+                        in_flight=asyncio.Semaphore(options.max_in_flight),
+                        window=asyncio.Semaphore(options.max_in_flight + lookahead),
+                        stats=stats,
+                    )
+                    try:
+                        async with asyncio.TaskGroup() as group:
+                            tasks = [
+                                group.create_task(self._page(run, n, sizes[n], on_page))
+                                for n in numbers
+                            ]
+                    except BaseExceptionGroup as errors:  # on_page raised; the rest cancelled
+                        raise errors.exceptions[0] from None
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            renderer.close()
             stats.wall_s = time.monotonic() - started
         pages = [task.result() for task in tasks]
         failed = [p.number for p in pages if p.status is PageStatus.failed]
@@ -355,11 +286,18 @@ class VLLMEngine:
     async def _read(self, run: _Run, number: int) -> Page:
         async with run.window:
             self._check_reachable(run)
-            loop = asyncio.get_running_loop()
             try:
-                rendered = await loop.run_in_executor(run.pool, run.renderer.render, number)
+                rendered = await run.pool.render(
+                    run.source,
+                    number,
+                    dpi=self.options.dpi,
+                    max_pixels=self.options.max_pixels,
+                    build_body=run.build_body,
+                )
             except Exception as exc:
                 raise _Failure("render_failed", f"{type(exc).__name__}: {exc}") from exc
+            run.stats.render_cpu_s += rendered.render_cpu_s
+            run.stats.encode_cpu_s += rendered.encode_cpu_s
             strict = False
             while True:
                 content, finish = await self._complete(run, rendered, strict)
@@ -409,10 +347,10 @@ class VLLMEngine:
         if run.unreachable is not None:
             raise _Failure("endpoint_unavailable", f"not sent: {run.unreachable}")
 
-    async def _complete(self, run: _Run, rendered: _Rendered, strict: bool) -> tuple[str, str]:
+    async def _complete(self, run: _Run, rendered: PageRequest, strict: bool) -> tuple[str, str]:
         """The model's text and finish reason, retrying transient failures with backoff."""
         if strict:
-            request = build_request(
+            body = request_body(
                 self.profile,
                 self.options,
                 rendered.image_url,
@@ -420,7 +358,6 @@ class VLLMEngine:
                 rendered.height_px,
                 strict=True,
             )
-            body = json.dumps(request).encode()
         else:
             body = rendered.body
         failures = 0

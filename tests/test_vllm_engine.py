@@ -28,6 +28,11 @@ def options(*urls: str, **overrides: object) -> VLLMOptions:
     return VLLMOptions.model_validate({"urls": list(urls), **FAST, **overrides})
 
 
+def make_engine(*urls: str, processes: bool = False, **overrides: object) -> VLLMEngine:
+    """Render workers are threads unless the test is about rendering (processes start slower)."""
+    return VLLMEngine(options(*urls, **overrides), render_processes=processes)
+
+
 def many_pages(count: int) -> bytes:
     doc = pymupdf.open()
     for i in range(count):
@@ -67,7 +72,7 @@ def errors(page: Page) -> list[str]:
 
 def test_request_fields_follow_the_recipe(sim: OcrSimulator, volcano: bytes) -> None:
     sim.register_pdf(volcano)
-    engine = VLLMEngine(options(sim.url))
+    engine = make_engine(sim.url, processes=True)
     pages = engine.read_pages_sync(volcano, [1])
     assert pages[0].status is PageStatus.ok
     (body,) = sim.requests
@@ -96,7 +101,7 @@ def test_pages_come_back_in_the_order_asked_with_boxes_of_the_text_layer(
 ) -> None:
     sim.register_pdf(volcano)
     seen: list[int] = []
-    pages = VLLMEngine(options(sim.url)).read_pages_sync(
+    pages = make_engine(sim.url, processes=True).read_pages_sync(
         volcano, [3, 1, 2], on_page=lambda p: seen.append(p.number)
     )
     assert [p.number for p in pages] == [3, 1, 2]
@@ -116,7 +121,7 @@ def test_in_flight_requests_are_bounded() -> None:
     pdf = many_pages(12)
     with OcrSimulator(seconds_per_token=0.002, capacity=64) as sim:
         sim.register_pdf(pdf)
-        pages = VLLMEngine(options(sim.url, max_in_flight=3)).read_pages_sync(
+        pages = make_engine(sim.url, max_in_flight=3, processes=True).read_pages_sync(
             pdf, list(range(1, 13))
         )
         stats = sim.stats
@@ -128,7 +133,7 @@ def test_in_flight_requests_are_bounded() -> None:
 def test_a_server_error_is_retried(sim: OcrSimulator, volcano: bytes) -> None:
     keys = sim.register_pdf(volcano)
     sim.add_fault(Fault.server_error, key=keys[0], times=2)
-    engine = VLLMEngine(options(sim.url, retries=2))
+    engine = make_engine(sim.url, retries=2)
     (page,) = engine.read_pages_sync(volcano, [1])
     assert page.status is PageStatus.ok and page.blocks
     assert sim.stats.status_counts == {500: 2, 200: 1}
@@ -138,7 +143,7 @@ def test_a_server_error_is_retried(sim: OcrSimulator, volcano: bytes) -> None:
 def test_server_errors_beyond_the_retries_fail_the_page(sim: OcrSimulator, volcano: bytes) -> None:
     keys = sim.register_pdf(volcano)
     sim.add_fault(Fault.server_error, key=keys[0], times=None)
-    pages = VLLMEngine(options(sim.url, retries=1)).read_pages_sync(volcano, [1, 2])
+    pages = make_engine(sim.url, retries=1).read_pages_sync(volcano, [1, 2])
     assert pages[0].status is PageStatus.failed and errors(pages[0]) == ["http_error"]
     assert "HTTP 500" in pages[0].errors[0].message
     assert pages[1].status is PageStatus.ok
@@ -146,7 +151,7 @@ def test_server_errors_beyond_the_retries_fail_the_page(sim: OcrSimulator, volca
 
 def test_a_client_error_is_not_retried(sim: OcrSimulator, volcano: bytes) -> None:
     sim.register_pdf(volcano)
-    engine = VLLMEngine(options(sim.url, model="deepseek-ai/DeepSeek-OCR-2", retries=3))
+    engine = make_engine(sim.url, model="deepseek-ai/DeepSeek-OCR-2", retries=3)
     (page,) = engine.read_pages_sync(volcano, [1])
     assert page.status is PageStatus.failed and errors(page) == ["http_error"]
     assert "HTTP 404" in page.errors[0].message and "does not exist" in page.errors[0].message
@@ -158,7 +163,7 @@ def test_a_hanging_request_times_out_and_the_other_pages_succeed(
 ) -> None:
     keys = sim.register_pdf(volcano)
     sim.add_fault(Fault.hang, key=keys[1], times=None)
-    engine = VLLMEngine(options(sim.url, read_timeout_s=0.5, retries=1))
+    engine = make_engine(sim.url, read_timeout_s=0.5, retries=1)
     pages = engine.read_pages_sync(volcano, [1, 2, 3])
     assert [p.status for p in pages] == [PageStatus.ok, PageStatus.failed, PageStatus.ok]
     assert errors(pages[1]) == ["timeout"]
@@ -166,7 +171,7 @@ def test_a_hanging_request_times_out_and_the_other_pages_succeed(
 
 
 def test_a_dead_endpoint_fails_the_pages_as_unavailable(volcano: bytes) -> None:
-    engine = VLLMEngine(options(closed_port_url(), retries=2))
+    engine = make_engine(closed_port_url(), retries=2)
     pages = engine.read_pages_sync(volcano, [1, 2, 3])
     assert [p.status for p in pages] == [PageStatus.failed] * 3
     assert all(errors(p) == ["endpoint_unavailable"] for p in pages)
@@ -176,7 +181,7 @@ def test_a_dead_endpoint_fails_the_pages_as_unavailable(volcano: bytes) -> None:
 
 def test_the_next_endpoint_is_used_when_one_is_dead(sim: OcrSimulator, volcano: bytes) -> None:
     sim.register_pdf(volcano)
-    engine = VLLMEngine(options(closed_port_url(), sim.url, retries=0))
+    engine = make_engine(closed_port_url(), sim.url, retries=0)
     pages = engine.read_pages_sync(volcano, [1, 2, 3])
     assert all(p.status is PageStatus.ok for p in pages)
     assert sim.stats.completed == 3
@@ -186,7 +191,7 @@ def test_endpoints_are_used_in_turn(volcano: bytes) -> None:
     with OcrSimulator() as first, OcrSimulator() as second:
         for sim in (first, second):
             sim.register_pdf(volcano)
-        pages = VLLMEngine(options(first.url, second.url)).read_pages_sync(volcano, [1, 2, 3, 1])
+        pages = make_engine(first.url, second.url).read_pages_sync(volcano, [1, 2, 3, 1])
         assert all(p.status is PageStatus.ok for p in pages)
         assert (first.stats.completed, second.stats.completed) == (2, 2)
 
@@ -197,7 +202,7 @@ def test_a_cut_or_looping_output_is_asked_again_with_the_strict_guard(
 ) -> None:
     keys = sim.register_pdf(volcano)
     sim.add_fault(fault, key=keys[0], times=None if fault is Fault.loop else 1)
-    engine = VLLMEngine(options(sim.url))
+    engine = make_engine(sim.url)
     (page,) = engine.read_pages_sync(volcano, [1])
     assert page.status is PageStatus.ok and len(page.blocks) == 5
     first, second = sim.requests
@@ -213,7 +218,7 @@ def test_a_cut_or_looping_output_is_asked_again_with_the_strict_guard(
 def test_a_page_that_always_loops_fails(sim: OcrSimulator, volcano: bytes) -> None:
     keys = sim.register_pdf(volcano)
     sim.add_fault(Fault.loop_always, key=keys[0], times=None)
-    pages = VLLMEngine(options(sim.url)).read_pages_sync(volcano, [1, 2])
+    pages = make_engine(sim.url).read_pages_sync(volcano, [1, 2])
     assert pages[0].status is PageStatus.failed and errors(pages[0]) == ["repetition_loop"]
     assert pages[1].status is PageStatus.ok
     assert sim.stats.finish_reasons["length"] == 2
@@ -222,13 +227,13 @@ def test_a_page_that_always_loops_fails(sim: OcrSimulator, volcano: bytes) -> No
 def test_a_page_cut_twice_fails_as_truncated(sim: OcrSimulator, volcano: bytes) -> None:
     keys = sim.register_pdf(volcano)
     sim.add_fault(Fault.length, key=keys[0], times=None)
-    (page,) = VLLMEngine(options(sim.url)).read_pages_sync(volcano, [1])
+    (page,) = make_engine(sim.url).read_pages_sync(volcano, [1])
     assert page.status is PageStatus.failed and errors(page) == ["truncated"]
 
 
 def test_stripped_special_tokens_are_still_parsed(sim: OcrSimulator, volcano: bytes) -> None:
     keys = sim.register_pdf(volcano)
-    engine = VLLMEngine(options(sim.url))
+    engine = make_engine(sim.url)
     (tagged,) = engine.read_pages_sync(volcano, [1])
     sim.add_fault(Fault.stripped, key=keys[0])
     (stripped,) = engine.read_pages_sync(volcano, [1])
@@ -239,7 +244,7 @@ def test_stripped_special_tokens_are_still_parsed(sim: OcrSimulator, volcano: by
 def test_garbage_output_fails_the_page_without_a_retry(sim: OcrSimulator, volcano: bytes) -> None:
     keys = sim.register_pdf(volcano)
     sim.add_fault(Fault.garbage, key=keys[0])
-    (page,) = VLLMEngine(options(sim.url)).read_pages_sync(volcano, [1])
+    (page,) = make_engine(sim.url).read_pages_sync(volcano, [1])
     assert page.status is PageStatus.failed and errors(page) == ["bad_output"]
     assert "no grounding tags" in page.errors[0].message
     assert sim.stats.requests == 1
@@ -250,7 +255,7 @@ def test_a_blank_page_is_an_empty_page(sim: OcrSimulator) -> None:
     doc.new_page()
     pdf = doc.tobytes()
     sim.register_pdf(pdf)
-    (page,) = VLLMEngine(options(sim.url)).read_pages_sync(pdf, [1])
+    (page,) = make_engine(sim.url).read_pages_sync(pdf, [1])
     assert page.status is PageStatus.ok and page.blocks == []
 
 
@@ -260,7 +265,7 @@ def test_a_huge_page_is_rendered_under_the_pixel_cap(sim: OcrSimulator) -> None:
     page.insert_text((2000, 3000), "A very large drawing sheet", fontsize=400, fontname="hebo")
     pdf = doc.tobytes()
     sim.register_pdf(pdf, max_pixels=2_000_000)
-    (read,) = VLLMEngine(options(sim.url, max_pixels=2_000_000)).read_pages_sync(pdf, [1])
+    (read,) = make_engine(sim.url, max_pixels=2_000_000, processes=True).read_pages_sync(pdf, [1])
     assert read.status is PageStatus.ok and (read.width, read.height) == (20000, 20000)
     (block,) = read.blocks
     assert block.text == "A very large drawing sheet"
@@ -282,7 +287,7 @@ def test_a_rotated_page_has_boxes_on_the_page_as_displayed(sim: OcrSimulator) ->
     page.set_rotation(90)
     pdf = doc.tobytes()
     sim.register_pdf(pdf)
-    (read,) = VLLMEngine(options(sim.url)).read_pages_sync(pdf, [1])
+    (read,) = make_engine(sim.url).read_pages_sync(pdf, [1])
     assert (read.rotation, read.width, read.height) == (90, 792, 612)
     with pymupdf.open(stream=pdf) as reopened:
         truth = PyMuPDFEngine().extract_page(reopened[0]).blocks[0].bbox
@@ -292,7 +297,7 @@ def test_a_rotated_page_has_boxes_on_the_page_as_displayed(sim: OcrSimulator) ->
 def test_the_recorded_page_is_parsed(sim: OcrSimulator) -> None:
     pdf = shared_path("docling", "pdf", "2305.03393v1-pg9.pdf").read_bytes()
     sim.register_recorded(SHARED_DATA)
-    (page,) = VLLMEngine(options(sim.url)).read_pages_sync(pdf, [1])
+    (page,) = make_engine(sim.url).read_pages_sync(pdf, [1])
     assert page.status is PageStatus.ok
     types = [b.type for b in page.blocks]
     assert types.count(BlockType.table) == 1 and types.count(BlockType.section_header) == 2
@@ -307,7 +312,7 @@ def test_an_encrypted_pdf_is_read_with_its_password(sim: OcrSimulator) -> None:
         rendered = render_page(doc[0], dpi=144, max_pixels=6_000_000)
     output = "<|ref|>text<|/ref|><|det|>[[100, 100, 900, 150]]<|/det|>\nSecret text.\n"
     sim.register_image(rendered.png, output)
-    engine = VLLMEngine(options(sim.url))
+    engine = make_engine(sim.url, processes=True)
     (page,) = engine.read_pages_sync(pdf, [1], password="s3cret")
     assert page.status is PageStatus.ok and page.blocks[0].text == "Secret text."
     with pytest.raises(BadInputError):
@@ -315,7 +320,7 @@ def test_an_encrypted_pdf_is_read_with_its_password(sim: OcrSimulator) -> None:
 
 
 def test_an_unreadable_pdf_or_a_missing_page_is_bad_input(volcano: bytes) -> None:
-    engine = VLLMEngine(options(closed_port_url()))
+    engine = make_engine(closed_port_url())
     with pytest.raises(BadInputError):
         engine.read_pages_sync(random_bytes(), [1])
     with pytest.raises(BadInputError, match="page 9"):
@@ -327,9 +332,21 @@ def test_sync_reading_from_a_worker_thread_and_async_reading(
     sim: OcrSimulator, volcano: bytes
 ) -> None:
     sim.register_pdf(volcano)
-    engine = VLLMEngine(options(sim.url))
+    engine = make_engine(sim.url, processes=True)
     with ThreadPoolExecutor(1) as pool:
         pages = pool.submit(engine.read_pages_sync, volcano, [1, 2]).result()
     assert [p.status for p in pages] == [PageStatus.ok] * 2
     pages = asyncio.run(engine.read_pages(volcano, [2]))
     assert pages[0].status is PageStatus.ok
+    engine.close()
+
+
+@pytest.mark.parametrize("processes", [True, False])
+def test_one_engine_reads_document_after_document(sim: OcrSimulator, processes: bool) -> None:
+    """The render workers outlive a call and keep documents apart."""
+    docs = [fact_pdf(*facts, filler_pages=0) for facts in FACTS.values()]
+    for pdf in docs:
+        sim.register_pdf(pdf)
+    with make_engine(sim.url, processes=processes) as engine:
+        titles = [engine.read_pages_sync(pdf, [1])[0].blocks[0].text for pdf in docs * 2]
+    assert titles == [title for title, _ in FACTS.values()] * 2
