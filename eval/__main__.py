@@ -10,6 +10,8 @@ COMMANDS: dict[str, str] = {
     "extraction": "eval.extraction",
     "financebench": "eval.financebench",
     "ingest_speed": "eval.ingest_speed",
+    "ocr_parser": "eval.ocr_parser",
+    "ocr_throughput": "eval.ocr_throughput",
     "query_latency": "eval.query_latency",
 }
 
