@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -13,12 +15,15 @@ import numpy as np
 import qdrant_edge as qe
 
 from retrieval.schema import Chunk, ScoredChunk, SearchFilter
+from retrieval.sparse import SparseVec
 from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError
 from retrieval.store_common import (
+    LEXICAL_NAME,
     PAYLOAD_INDEXES,
     SCROLL_PAGE,
     VECTOR_NAME,
     FilterSpec,
+    HybridParams,
     IndexKind,
     IntRange,
     MatchAny,
@@ -26,6 +31,8 @@ from retrieval.store_common import (
     chunk_from_payload,
     chunk_payload,
     doc_filter,
+    lexical_document,
+    lexical_query,
     matches_nothing,
     query_vector,
     search_filter,
@@ -74,13 +81,18 @@ def _index_params(kind: IndexKind) -> qe.PayloadSchemaType | qe.IntegerIndexPara
 
 
 class EdgeStore:
-    """Chunks and their dense vectors in a Qdrant Edge shard under `path`; persists and reopens."""
+    """Chunks with dense and lexical vectors in a Qdrant Edge shard under `path`; persists and
+    reopens. An index written by an earlier folio without this lexical vector is rebuilt empty
+    (`rebuilt` is then True): it is derived data, and the ledger's recovery re-ingests its
+    documents."""
 
-    def __init__(self, path: Path, dim: int) -> None:
+    def __init__(self, path: Path, dim: int, *, hybrid: HybridParams | None = None) -> None:
         if dim < 1:
             raise ValueError("dim must be >= 1")
         self.path = Path(path)
         self._dim = dim
+        self.hybrid = hybrid or HybridParams()
+        self.rebuilt = False
         self._lock = threading.Lock()
         self._shard: qe.EdgeShard | None = self._open()
 
@@ -118,25 +130,49 @@ class EdgeStore:
         return n
 
     def search(
-        self, vector: np.ndarray, limit: int, flt: SearchFilter | None = None
+        self,
+        vector: np.ndarray,
+        limit: int,
+        flt: SearchFilter | None = None,
+        *,
+        text: str | None = None,
     ) -> list[ScoredChunk]:
-        """The `limit` nearest chunks that pass `flt`, best first."""
+        """The `limit` best chunks that pass `flt`, best first: nearest to `vector`, or with
+        `text`, dense and lexical candidates fused by rank (RRF) in one query."""
         query = query_vector(vector, self._dim)
         if limit < 1 or matches_nothing(flt):
             return []
-        request = qe.QueryRequest(
-            limit=limit,
-            query=qe.Query.Nearest(query, using=VECTOR_NAME),
-            filter=build_filter(flt),
-            with_payload=True,
-            with_vector=False,
-        )
+        request = self._request(query, limit, build_filter(flt), lexical_query(text))
         with self._lock:
             shard = self._require()
             points = self._do(lambda: shard.query(request))
         return [
             ScoredChunk(chunk=chunk_from_payload(p.payload), score=float(p.score)) for p in points
         ]
+
+    def _request(
+        self, dense: list[float], limit: int, flt: qe.Filter | None, lexical: SparseVec | None
+    ) -> qe.QueryRequest:
+        nearest = qe.Query.Nearest(dense, using=VECTOR_NAME)
+        if lexical is None:
+            return qe.QueryRequest(
+                limit=limit, query=nearest, filter=flt, with_payload=True, with_vector=False
+            )
+        n = self.hybrid.prefetch_limit(limit)
+        sparse = qe.SparseVector(lexical.indices, lexical.values)
+        prefetches = [
+            qe.Prefetch(limit=n, query=nearest, filter=flt),
+            qe.Prefetch(limit=n, query=qe.Query.Nearest(sparse, using=LEXICAL_NAME), filter=flt),
+        ]
+        fusion = qe.Fusion.Rrf(k=self.hybrid.rrf_k, weights=self.hybrid.weights)
+        return qe.QueryRequest(
+            limit=limit,
+            query=fusion,  # type: ignore[arg-type]  # the stub names the Fusion class, not Rrf
+            prefetches=prefetches,
+            filter=flt,
+            with_payload=True,
+            with_vector=False,
+        )
 
     def count(self, doc_id: str | None = None) -> int:
         """Chunks in the store, or of one document."""
@@ -195,9 +231,19 @@ class EdgeStore:
 
     def _open(self) -> qe.EdgeShard:
         config = qe.EdgeConfig(
-            vectors={VECTOR_NAME: qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine)}
+            vectors={VECTOR_NAME: qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={LEXICAL_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
         exists = (self.path / "edge_config.json").is_file()
+        if exists and self._outdated():
+            logger.warning(
+                "index at %s has no %r vector (written by an earlier folio): rebuilding it; "
+                "its documents are ingested again",
+                self.path,
+                LEXICAL_NAME,
+            )
+            shutil.rmtree(self.path)
+            self.rebuilt, exists = True, False
         try:
             if exists:
                 shard = qe.EdgeShard.load(str(self.path), config)
@@ -213,6 +259,14 @@ class EdgeStore:
         logger.info("%s vector index at %s", "opened" if exists else "created", self.path)
         return shard
 
+    def _outdated(self) -> bool:
+        """True when the stored config lacks this version's lexical vector."""
+        try:
+            stored = json.loads((self.path / "edge_config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StoreUnavailableError(f"cannot read index config at {self.path}: {exc}") from exc
+        return LEXICAL_NAME not in (stored.get("sparse_vectors") or {})
+
     def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
         present = set(self._do(shard.info).payload_schema)
         for field, kind in PAYLOAD_INDEXES.items():
@@ -222,10 +276,14 @@ class EdgeStore:
 
     def _points(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[qe.Point]:
         matrix = vector_rows(chunks, vectors, self._dim)
-        return [
-            qe.Point(chunk.point_id, {VECTOR_NAME: row.tolist()}, chunk_payload(chunk))
-            for chunk, row in zip(chunks, matrix, strict=True)
-        ]
+        points = []
+        for chunk, row in zip(chunks, matrix, strict=True):
+            lexical = lexical_document(chunk)
+            named: dict[str, Any] = {VECTOR_NAME: row.tolist()}
+            if lexical.indices:  # a chunk with no terms (only punctuation) has no lexical vector
+                named[LEXICAL_NAME] = qe.SparseVector(lexical.indices, lexical.values)
+            points.append(qe.Point(chunk.point_id, named, chunk_payload(chunk)))
+        return points
 
     def _write(self, points: list[qe.Point]) -> None:
         shard = self._require()

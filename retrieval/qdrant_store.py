@@ -22,13 +22,16 @@ from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from retrieval.schema import Chunk, ScoredChunk, SearchFilter
+from retrieval.sparse import SparseVec
 from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError
 from retrieval.store_common import (
     DOC_ID_FIELD,
+    LEXICAL_NAME,
     PAYLOAD_INDEXES,
     SCROLL_PAGE,
     VECTOR_NAME,
     FilterSpec,
+    HybridParams,
     IndexKind,
     IntRange,
     MatchAny,
@@ -36,6 +39,8 @@ from retrieval.store_common import (
     chunk_from_payload,
     chunk_payload,
     doc_filter,
+    lexical_document,
+    lexical_query,
     matches_nothing,
     query_vector,
     search_filter,
@@ -81,7 +86,7 @@ def index_params(kind: IndexKind) -> qm.PayloadSchemaParams:
 
 
 class QdrantServerStore:
-    """Chunks and their dense vectors in one collection of a Qdrant server.
+    """Chunks with dense and lexical vectors in one collection of a Qdrant server.
 
     Give exactly one of `url` (a server), `location=":memory:"` or `path` (qdrant-client's local
     mode, an in-process stand-in for tests; one process at a time for `path`).
@@ -97,6 +102,7 @@ class QdrantServerStore:
         location: str | None = None,
         path: Path | None = None,
         timeout_s: float = 10.0,
+        hybrid: HybridParams | None = None,
     ) -> None:
         if dim < 1:
             raise ValueError("dim must be >= 1")
@@ -107,6 +113,7 @@ class QdrantServerStore:
         if url is not None and not url.startswith(("http://", "https://")):
             raise ValueError(f"Qdrant URL must start with http:// or https://: {url!r}")
         self._dim = dim
+        self.hybrid = hybrid or HybridParams()
         self.collection = collection
         self.where = url or (str(path) if path is not None else ":memory:")
         self._local = url is None
@@ -163,31 +170,65 @@ class QdrantServerStore:
         return n
 
     def search(
-        self, vector: np.ndarray, limit: int, flt: SearchFilter | None = None
+        self,
+        vector: np.ndarray,
+        limit: int,
+        flt: SearchFilter | None = None,
+        *,
+        text: str | None = None,
     ) -> list[ScoredChunk]:
-        """The `limit` nearest chunks that pass `flt`, best first."""
+        """The `limit` best chunks that pass `flt`, best first: nearest to `vector`, or with
+        `text`, dense and lexical candidates fused by rank (RRF) in one query."""
         query = query_vector(vector, self._dim)
         if limit < 1 or matches_nothing(flt):
             return []
         spec = search_filter(flt)
         query_filter = qdrant_filter(spec) if spec is not None else None
+        call = self._query(query, limit, query_filter, lexical_query(text))
         with self._reading():
             client = self._require()
-            response = self._do(
-                lambda: client.query_points(
-                    self.collection,
-                    query=query,
-                    using=VECTOR_NAME,
-                    query_filter=query_filter,
-                    limit=limit,
-                    with_payload=True,
-                    with_vectors=False,
-                )
-            )
+            response = self._do(lambda: call(client))
         return [
             ScoredChunk(chunk=chunk_from_payload(p.payload), score=float(p.score))
             for p in response.points
         ]
+
+    def _query(
+        self,
+        dense: list[float],
+        limit: int,
+        flt: qm.Filter | None,
+        lexical: SparseVec | None,
+    ) -> Callable[[QdrantClient], qm.QueryResponse]:
+        """One `query_points` call: dense only, or both lists fused by Qdrant."""
+        common: dict[str, Any] = {
+            "query_filter": flt,
+            "limit": limit,
+            "with_payload": True,
+            "with_vectors": False,
+        }
+        if lexical is None:
+            return partial(
+                QdrantClient.query_points,
+                collection_name=self.collection,
+                query=dense,
+                using=VECTOR_NAME,
+                **common,
+            )
+        n = self.hybrid.prefetch_limit(limit)
+        sparse = qm.SparseVector(indices=lexical.indices, values=lexical.values)
+        prefetch = [
+            qm.Prefetch(query=dense, using=VECTOR_NAME, filter=flt, limit=n),
+            qm.Prefetch(query=sparse, using=LEXICAL_NAME, filter=flt, limit=n),
+        ]
+        fusion = qm.RrfQuery(rrf=qm.Rrf(k=self.hybrid.rrf_k, weights=self.hybrid.weights))
+        return partial(
+            QdrantClient.query_points,
+            collection_name=self.collection,
+            query=fusion,
+            prefetch=prefetch,
+            **common,
+        )
 
     def count(self, doc_id: str | None = None) -> int:
         """Chunks in the store, or of one document."""
@@ -281,8 +322,13 @@ class QdrantServerStore:
         name = self.collection
         if not self._do(lambda: client.collection_exists(name)):
             vectors = {VECTOR_NAME: qm.VectorParams(size=self._dim, distance=qm.Distance.COSINE)}
+            sparse = {LEXICAL_NAME: qm.SparseVectorParams(modifier=qm.Modifier.IDF)}
             try:
-                self._do(lambda: client.create_collection(name, vectors_config=vectors))
+                self._do(
+                    lambda: client.create_collection(
+                        name, vectors_config=vectors, sparse_vectors_config=sparse
+                    )
+                )
                 logger.info("created collection %s at %s", name, self.where)
             except StoreError:
                 if not self._do(lambda: client.collection_exists(name)):
@@ -319,15 +365,30 @@ class QdrantServerStore:
             )
         if params.distance != qm.Distance.COSINE:
             raise StoreConfigError(f"{where} uses {params.distance} distance, folio needs Cosine")
+        sparse = info.config.params.sparse_vectors or {}
+        if LEXICAL_NAME not in sparse:
+            raise StoreConfigError(
+                f"{where} has no {LEXICAL_NAME!r} sparse vector: it was built by an earlier "
+                "folio (or another program); delete the collection or set "
+                "FOLIO_QDRANT_COLLECTION to a new name, and folio ingests the documents again"
+            )
+        if sparse[LEXICAL_NAME].modifier != qm.Modifier.IDF:
+            raise StoreConfigError(f"{where}: {LEXICAL_NAME!r} must use the IDF modifier")
 
     def _points(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[qm.PointStruct]:
         matrix = vector_rows(chunks, vectors, self._dim)
-        return [
-            qm.PointStruct(
-                id=chunk.point_id, vector={VECTOR_NAME: row.tolist()}, payload=chunk_payload(chunk)
+        points = []
+        for chunk, row in zip(chunks, matrix, strict=True):
+            lexical = lexical_document(chunk)
+            named: dict[str, Any] = {VECTOR_NAME: row.tolist()}
+            if lexical.indices:  # a chunk with no terms (only punctuation) has no lexical vector
+                named[LEXICAL_NAME] = qm.SparseVector(
+                    indices=lexical.indices, values=lexical.values
+                )
+            points.append(
+                qm.PointStruct(id=chunk.point_id, vector=named, payload=chunk_payload(chunk))
             )
-            for chunk, row in zip(chunks, matrix, strict=True)
-        ]
+        return points
 
     def _upsert(self, points: list[qm.PointStruct]) -> None:
         client = self._require()

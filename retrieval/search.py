@@ -1,4 +1,4 @@
-"""Dense retrieval over a vector store, with the extractive answer and its citations."""
+"""Hybrid retrieval over a vector store, with the extractive answer and its citations."""
 
 from __future__ import annotations
 
@@ -44,20 +44,30 @@ def to_hit(scored: ScoredChunk) -> Hit:
 
 
 class Retriever:
-    """Answers questions from a vector store: dense search, then the extractive answer."""
+    """Answers questions from a vector store: hybrid search (dense and lexical, fused by Qdrant),
+    then the extractive answer; `lexical=False` searches the dense vectors alone."""
 
-    def __init__(self, embedder: Embedder, store: VectorStore, *, answer_hits: int = 5) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        store: VectorStore,
+        *,
+        answer_hits: int = 5,
+        lexical: bool = True,
+    ) -> None:
         if embedder.dim != store.dim:
             raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
         self.embedder = embedder
         self.store = store
         self.answer_hits = answer_hits
+        self.lexical = lexical
 
     def search(
         self, question: str, top_k: int, flt: SearchFilter | None = None
     ) -> list[ScoredChunk]:
-        """The `top_k` chunks nearest to the question, best first."""
-        return self.store.search(self.embedder.embed_query(question), top_k, flt)
+        """The `top_k` best chunks for the question, best first."""
+        vector = self.embedder.embed_query(question)
+        return self.store.search(vector, top_k, flt, text=question if self.lexical else None)
 
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""

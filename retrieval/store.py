@@ -36,7 +36,8 @@ class StoreConfigError(StoreError):
 
 @runtime_checkable
 class VectorStore(Protocol):
-    """Chunks with one dense vector each, searchable with document and page filters."""
+    """Chunks with a dense and a sparse lexical vector each, searchable with document and page
+    filters; the store derives the lexical vector from each chunk's `embed_text`."""
 
     @property
     def dim(self) -> int: ...
@@ -54,9 +55,15 @@ class VectorStore(Protocol):
         ...
 
     def search(
-        self, vector: np.ndarray, limit: int, flt: SearchFilter | None = None
+        self,
+        vector: np.ndarray,
+        limit: int,
+        flt: SearchFilter | None = None,
+        *,
+        text: str | None = None,
     ) -> list[ScoredChunk]:
-        """The `limit` nearest chunks that pass `flt`, best first."""
+        """The `limit` best chunks that pass `flt`, best first: nearest to `vector`, or with
+        `text`, dense and lexical candidates fused by rank in one query."""
         ...
 
     def count(self, doc_id: str | None = None) -> int:

@@ -13,16 +13,19 @@ from typing import Any, Literal
 import numpy as np
 
 from retrieval.schema import Chunk, SearchFilter
+from retrieval.sparse import LEXICAL_VERSION, LexicalEncoder, SparseVec
 from retrieval.store import StoreError
 
 __all__ = [
     "DOC_ID_FIELD",
+    "LEXICAL_NAME",
     "PAGES_FIELD",
     "PAYLOAD_INDEXES",
     "SCROLL_PAGE",
     "VECTOR_NAME",
     "Condition",
     "FilterSpec",
+    "HybridParams",
     "IndexKind",
     "IntRange",
     "MatchAny",
@@ -30,6 +33,8 @@ __all__ = [
     "chunk_from_payload",
     "chunk_payload",
     "doc_filter",
+    "lexical_document",
+    "lexical_query",
     "matches_nothing",
     "query_vector",
     "search_filter",
@@ -38,6 +43,8 @@ __all__ = [
 ]
 
 VECTOR_NAME = "dense"
+LEXICAL_NAME = f"lexical_v{LEXICAL_VERSION}"
+"""The sparse vector; its name carries the term version, so an index of another is detected."""
 DOC_ID_FIELD = "doc_id"
 PAGES_FIELD = "pages"
 SCROLL_PAGE = 512
@@ -73,6 +80,51 @@ class FilterSpec:
 
     must: tuple[Condition, ...] = ()
     exclude_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HybridParams:
+    """How a hybrid query fuses its two candidate lists (Reciprocal Rank Fusion in Qdrant)."""
+
+    candidates: int = 40
+    """Candidates from each of the dense and the lexical search, at least the limit asked."""
+    rrf_k: int = 60
+    """RRF's k: a point ranked r in a list adds weight / (k + r) to its score."""
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+
+    def prefetch_limit(self, limit: int) -> int:
+        return max(limit, self.candidates)
+
+    @property
+    def weights(self) -> list[float] | None:
+        """None when both lists weigh the same (plain RRF)."""
+        if self.dense_weight == self.lexical_weight:
+            return None
+        return [self.dense_weight, self.lexical_weight]
+
+
+_ENCODER: LexicalEncoder | None = None
+
+
+def _encoder() -> LexicalEncoder:
+    global _ENCODER
+    if _ENCODER is None:
+        _ENCODER = LexicalEncoder()
+    return _ENCODER
+
+
+def lexical_document(chunk: Chunk) -> SparseVec:
+    """The chunk's sparse vector: the terms of what is embedded (section trail and text)."""
+    return _encoder().embed_document(chunk.embed_text)
+
+
+def lexical_query(text: str | None) -> SparseVec | None:
+    """The question's sparse vector; None when there is no question or it has no terms."""
+    if not text:
+        return None
+    vector = _encoder().embed_query(text)
+    return vector if vector.indices else None
 
 
 IndexKind = Literal["keyword", "integer"]
