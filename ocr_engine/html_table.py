@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
+from html import unescape
 
 from ocr_engine.schema import TableCell
 
@@ -24,49 +24,46 @@ class _RawCell:
     header: bool
 
 
-class _TableReader(HTMLParser):
-    """Collects rows of cells (text, spans, th/td) from one HTML table, nested markup flattened."""
+_TOKEN = re.compile(r"<(/?)([a-zA-Z]+)([^>]*)>|([^<]+)")
+_SPAN_ATTR = re.compile(r"""\b(rowspan|colspan)\s*=\s*["']?\s*(\d+)""", re.I)
 
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[list[_RawCell]] = []
-        self._cell: _RawCell | None = None
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+def _read_rows(table_html: str) -> list[list[_RawCell]]:
+    """Rows of cells (text, spans, th/td); nested markup flattened, `<br>` a space, entities
+    decoded. A scanner for the small HTML subset OCR models write, not a general parser."""
+    rows: list[list[_RawCell]] = []
+    cell: _RawCell | None = None
+    for match in _TOKEN.finditer(table_html):
+        closing, tag, attrs, data = match.groups()
+        if data is not None:
+            if cell is not None:
+                cell.text.append(data)
+            continue
+        tag = tag.lower()
+        if tag in ("td", "th", "tr", "table") and cell is not None:
+            rows[-1].append(cell)
+            cell = None
+        if closing:
+            continue
         if tag == "tr":
-            self._close_cell()
-            self.rows.append([])
+            rows.append([])
         elif tag in ("td", "th"):
-            self._close_cell()
-            if not self.rows:
-                self.rows.append([])
-            values = dict(attrs)
-            self._cell = _RawCell(
-                text=[],
-                row_span=_span(values.get("rowspan")),
-                col_span=_span(values.get("colspan")),
-                header=tag == "th",
+            if not rows:
+                rows.append([])
+            spans = {k.lower(): v for k, v in _SPAN_ATTR.findall(attrs)}
+            cell = _RawCell(
+                [], _span(spans.get("rowspan")), _span(spans.get("colspan")), tag == "th"
             )
-        elif tag == "br" and self._cell is not None:
-            self._cell.text.append(" ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th", "tr", "table"):
-            self._close_cell()
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.text.append(data)
-
-    def _close_cell(self) -> None:
-        if self._cell is not None:
-            self.rows[-1].append(self._cell)
-            self._cell = None
+        elif tag == "br" and cell is not None:
+            cell.text.append(" ")
+    if cell is not None:
+        rows[-1].append(cell)
+    return [row for row in rows if row]
 
 
 def _span(value: str | None) -> int:
     try:
-        return min(max(int((value or "1").strip()), 1), _MAX_SPAN)
+        return min(max(int(value or "1"), 1), _MAX_SPAN)
     except ValueError:
         return 1
 
@@ -90,11 +87,7 @@ class ParsedTable:
 def parse_html_table(html: str, bbox: Box | None = None) -> ParsedTable:
     """Place each cell on the grid (spans occupy the cells below and to the right); with `bbox`,
     give each cell an estimated box: rows of equal height, columns as wide as their longest text."""
-    reader = _TableReader()
-    reader.feed(html)
-    reader.close()
-    reader.handle_endtag("table")
-    raw_rows = [row for row in reader.rows if row]
+    raw_rows = _read_rows(html)
     n_rows = len(raw_rows)
     occupied: set[tuple[int, int]] = set()
     placed: list[tuple[int, int, _RawCell]] = []
@@ -112,7 +105,7 @@ def parse_html_table(html: str, bbox: Box | None = None) -> ParsedTable:
             c += cell.col_span
             n_cols = max(n_cols, c)
     n_cols = max(n_cols, max((cc + 1 for _, cc in occupied), default=0))
-    texts = {(r, c): " ".join("".join(cell.text).split()) for r, c, cell in placed}
+    texts = {(r, c): " ".join(unescape("".join(cell.text)).split()) for r, c, cell in placed}
     widest = [3] * n_cols
     for r, c, cell in placed:
         if cell.col_span == 1:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Iterable
 
 from ocr_engine.schema import Line
@@ -23,14 +22,22 @@ Box = tuple[float, float, float, float]
 CHAR_RATIO = 0.41  # average character advance / line pitch
 _FULL_LINE = 0.8  # a line holding this share of the capacity spans the whole width
 _MIN_PITCH = 3.0  # points: no line of text is drawn smaller
+# East Asian wide and full-width characters (Hangul, CJK, kana, full-width forms)
+_WIDE = re.compile(
+    "[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf"
+    "\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
+    "\U00020000-\U0003fffd]"
+)
+_WORD = re.compile(r"\S+")
 _MARKUP = re.compile(r"\\[()\[\]]|</?[a-zA-Z][^>]*>|\*\*|__|^#+\s*|^[-*]\s+")
 
 
 def visible_length(text: str) -> float:
     """Characters as they print: markdown/LaTeX/HTML markup dropped, wide (CJK) characters x2."""
     plain = _MARKUP.sub("", text)
-    wide = sum(1 for ch in plain if ord(ch) > 0x2E7F and unicodedata.east_asian_width(ch) in "WF")
-    return len(plain) + wide
+    if plain.isascii():
+        return len(plain)
+    return len(plain) + len(_WIDE.findall(plain))
 
 
 def _line_count(lengths: list[float], width: float, height: float) -> tuple[int, list[int]]:
@@ -50,23 +57,44 @@ def _line_count(lengths: list[float], width: float, height: float) -> tuple[int,
         n += 1
 
 
-def _fill(words: list[str], lines: int) -> list[str]:
-    """Words in `lines` lines, all full but the last, which is about half full (ragged)."""
-    if lines <= 1 or len(words) <= 1:
-        return [" ".join(words)]
-    capacity = visible_length(" ".join(words)) / (lines - 0.5)
+def _size(piece: str) -> float:
+    return len(piece) if piece.isascii() else visible_length(piece)
+
+
+def _pieces(paragraph: str, capacity: float) -> list[tuple[int, int]]:
+    """Spans of the words, runs longer than a line (CJK has no spaces) cut to fit one."""
+    spans = []
+    for match in _WORD.finditer(paragraph):
+        start, end = match.span()
+        size = _size(match.group())
+        if size <= capacity:
+            spans.append((start, end))
+            continue
+        step = max(1, int(capacity * (end - start) / size))
+        spans.extend((i, min(i + step, end)) for i in range(start, end, step))
+    return spans
+
+
+def _fill(paragraph: str, lines: int) -> list[str]:
+    """The paragraph in `lines` lines, all full but the last, which is about half full (ragged);
+    each line is a slice of the paragraph, so the text is kept as written."""
+    if lines <= 1:
+        return [paragraph.strip()]
+    capacity = _size(paragraph.strip()) / (lines - 0.5)
+    spans = _pieces(paragraph, capacity)
     out: list[str] = []
-    current: list[str] = []
+    first = spans[0][0]
     used = 0.0
-    for word in words:
-        size = visible_length(word) + (1 if current else 0)
-        if current and used + size > capacity * 1.04 and len(out) < lines - 1:
-            out.append(" ".join(current))
-            current, used = [], 0.0
-            size -= 1
-        current.append(word)
+    previous_end = first
+    for start, end in spans:
+        size = _size(paragraph[start:end]) + (1 if start > previous_end else 0)
+        if start > first and used + size > capacity * 1.04 and len(out) < lines - 1:
+            out.append(paragraph[first:previous_end])
+            first, used = start, 0.0
+            size = _size(paragraph[start:end])
         used += size
-    out.append(" ".join(current))
+        previous_end = end
+    out.append(paragraph[first:previous_end])
     return out
 
 
@@ -74,17 +102,17 @@ def estimate_lines(text: str, bbox: Box) -> list[Line]:
     """The block's visual lines with estimated boxes filling `bbox` top to bottom: full width
     except a paragraph's last line, which is as wide as its share of a full line; a block of
     one line keeps the whole box."""
-    paragraphs = [p.split() for p in text.splitlines() if p.strip()]
+    paragraphs = [p.strip() for p in text.splitlines() if p.strip()]
     if not paragraphs:
         return []
     x0, y0, x1, y1 = bbox
     width, height = x1 - x0, y1 - y0
-    lengths = [visible_length(" ".join(words)) for words in paragraphs]
+    lengths = [visible_length(p) for p in paragraphs]
     _, counts = _line_count(lengths, width, height)
     texts: list[str] = []
     last_of_paragraph: set[int] = set()
-    for words, count in zip(paragraphs, counts, strict=True):
-        texts.extend(_fill(words, count))
+    for paragraph, count in zip(paragraphs, counts, strict=True):
+        texts.extend(_fill(paragraph, count))
         last_of_paragraph.add(len(texts) - 1)
     if len(texts) == 1:  # the model's box is tight around it
         return [Line(text=texts[0], bbox=_rounded(bbox))]

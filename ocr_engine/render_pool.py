@@ -38,7 +38,8 @@ _OPEN_DOCUMENTS = 2
 
 @dataclass(slots=True)
 class PageRequest:
-    """A rendered page: its size in points (``page.rect``), its image and its request body."""
+    """A rendered page: its size in points (``page.rect``) and pixels, and its request body (the
+    image is kept only there: a scanned page's PNG can be megabytes)."""
 
     number: int
     width: float
@@ -48,7 +49,6 @@ class PageRequest:
     rotation: int
     width_px: int
     height_px: int
-    image_url: str
     body: bytes
     render_cpu_s: float
     encode_cpu_s: float
@@ -114,7 +114,6 @@ def _render(
         rotation=page.rotation,
         width_px=image.width_px,
         height_px=image.height_px,
-        image_url=url,
         body=body,
         render_cpu_s=rendered - started,
         encode_cpu_s=time.thread_time() - rendered,

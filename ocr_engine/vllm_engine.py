@@ -31,7 +31,7 @@ from ocr_engine.options import VLLMOptions
 from ocr_engine.pdf import open_pdf
 from ocr_engine.render_pool import BodyBuilder, PageRequest, RenderPool, SourceDocument
 from ocr_engine.schema import EngineInfo, Page, PageError, PageStatus
-from ocr_engine.vllm_request import request_body
+from ocr_engine.vllm_request import request_body, strict_body
 
 __all__ = ["ENGINE_NAME", "RunStats", "VLLMEngine"]
 
@@ -69,7 +69,11 @@ class _Failure(Exception):
 
 
 class _Transient(_Failure):
-    """Worth another attempt after a pause."""
+    """Worth another attempt after a pause; `refused`: no endpoint accepted a connection."""
+
+    def __init__(self, code: str, message: str, *, refused: bool = False) -> None:
+        super().__init__(code, message)
+        self.refused = refused
 
 
 class _Endpoints:
@@ -349,28 +353,18 @@ class VLLMEngine:
 
     async def _complete(self, run: _Run, rendered: PageRequest, strict: bool) -> tuple[str, str]:
         """The model's text and finish reason, retrying transient failures with backoff."""
-        if strict:
-            body = request_body(
-                self.profile,
-                self.options,
-                rendered.image_url,
-                rendered.width_px,
-                rendered.height_px,
-                strict=True,
-            )
-        else:
-            body = rendered.body
+        body = strict_body(rendered.body, self.options) if strict else rendered.body
         failures = 0
         while True:
-            self._check_reachable(run)
             try:
                 async with run.in_flight:
+                    self._check_reachable(run)
                     response = await self._post(run, body)
                 return _answer(response)
             except _Transient as exc:
                 failures += 1
                 if failures > self.options.retries:
-                    if exc.code == "endpoint_unavailable":
+                    if exc.refused:  # the pages still waiting would only wait longer
                         run.unreachable = exc.message
                     raise _Failure(exc.code, f"{exc.message} (after {failures} attempts)") from exc
                 run.stats.retries += 1
@@ -406,7 +400,7 @@ class VLLMEngine:
             if response.status_code >= 400:
                 raise _Failure("http_error", f"{url}: {_describe(response)}")
             return response
-        raise _Transient("endpoint_unavailable", "; ".join(refused))
+        raise _Transient("endpoint_unavailable", "; ".join(refused), refused=True)
 
 
 def _describe(response: httpx.Response) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from ocr_engine.deepseek import OcrProfile
 from ocr_engine.options import VLLMOptions
 
-__all__ = ["WHITELIST_TOKEN_IDS", "build_request", "request_body"]
+__all__ = ["WHITELIST_TOKEN_IDS", "build_request", "request_body", "strict_body"]
 
 WHITELIST_TOKEN_IDS = [128821, 128822]  # <td>, </td>: table cells must be allowed to repeat
 
@@ -63,3 +63,12 @@ def build_request(
             "whitelist_token_ids": WHITELIST_TOKEN_IDS,
         },
     }
+
+
+def strict_body(body: bytes, options: VLLMOptions) -> bytes:
+    """The same request with the stricter n-gram guard, for an output that was cut or looped."""
+    request = json.loads(body)
+    request["vllm_xargs"].update(
+        ngram_size=options.strict_ngram_size, window_size=options.strict_window_size
+    )
+    return json.dumps(request).encode()

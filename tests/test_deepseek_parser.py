@@ -142,6 +142,11 @@ def test_html_table_grid_with_spans_in_both_directions() -> None:
     ]
     assert (table.n_rows, table.n_cols) == (3, 3)
     assert table.rows == ["| a |   | b |", "|   |   | c d |", "| e | f & g | h |"]
+    sloppy = parse_html_table('<TABLE><TR><TH COLSPAN="2">x<TD>y</TABLE>')
+    assert [(c.col, c.col_span, c.text, c.header) for c in sloppy.cells] == [
+        (0, 2, "x", True),
+        (2, 1, "y", False),
+    ]
 
 
 def test_untagged_lead_text_gets_an_estimated_box_above_the_first_block() -> None:

@@ -179,6 +179,17 @@ def test_a_dead_endpoint_fails_the_pages_as_unavailable(volcano: bytes) -> None:
     assert "ConnectError" in pages[0].errors[0].message
 
 
+def test_once_the_endpoint_is_found_dead_later_pages_are_not_sent(volcano: bytes) -> None:
+    engine = make_engine(closed_port_url(), retries=1, max_in_flight=1)
+    pages = engine.read_pages_sync(volcano, [1, 2, 3])
+    assert all(errors(p) == ["endpoint_unavailable"] for p in pages)
+    messages = [p.errors[0].message for p in pages]
+    # one page spends its retries (the others try once while it waits), then the rest give up
+    assert sum("after 2 attempts" in m for m in messages) == 1
+    assert sum(m.startswith("not sent: ") for m in messages) == 2
+    assert engine.last_run.requests <= 4
+
+
 def test_the_next_endpoint_is_used_when_one_is_dead(sim: OcrSimulator, volcano: bytes) -> None:
     sim.register_pdf(volcano)
     engine = make_engine(closed_port_url(), sim.url, retries=0)
