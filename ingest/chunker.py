@@ -4,8 +4,10 @@ Headings open sections and their trail travels with every chunk (`section_path`,
 `embed_text` after the document's name). Small neighbouring text blocks of a section are merged up
 to the token bound, an oversized block is split at line boundaries, tables are their own chunks
 with their caption (row batches with the header repeated when they are large), page headers and
-footers are left out. A chunk's text is built from its blocks' lines, so every `ChunkLine` span
-points at a line's text.
+footers are left out. A paragraph cut by a page break stays in one chunk (its lines keep their
+pages), and a table continued at the top of the next page joins the table it continues (same
+columns), so its rows carry that table's caption and header. A chunk's text is built from its
+blocks' lines, so every `ChunkLine` span points at a line's text.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ _HEADINGS = {BlockType.title, BlockType.section_header}
 _LINE_JOINED = {BlockType.table, BlockType.code, BlockType.formula}
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?(\s*:?-{2,}:?\s*\|)*\s*:?-{2,}:?\s*\|?\s*$")
 _TRAIL_SEPARATOR = " > "
+_FLOWING = {BlockType.text, BlockType.list_item}
+_SENTENCE_END = (*".!?:;。！？", '."', ".”", ".)")
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,7 @@ class _Chunker:
         self._trail_cache: dict[tuple[str, ...], tuple[str, int]] = {}
         self.label = source_label(source)
         self.builder = _Builder(self._budget())
+        self.pending: _Table | None = None  # the last table seen, held until what follows is known
 
     def feed(self, pages: Sequence[Page]) -> list[Chunk]:
         """Chunks completed by these pages (text at the end may wait for the next window)."""
@@ -135,28 +140,56 @@ class _Chunker:
         for index, (page, block) in enumerate(blocks):
             if index in used:
                 continue
+            if block.type == BlockType.table:
+                self._flush(builder, "text")
+                caption = table_captions.get(index)
+                table = _Table(page, block, blocks[caption] if caption is not None else None)
+                first_on_page = index == 0 or blocks[index - 1][0] != page
+                if first_on_page and self.pending and self.pending.continued_by(table):
+                    self.pending.parts.append((page, block))
+                else:
+                    self._emit_pending()
+                    self.pending = table
+                continue
+            self._emit_pending()  # anything but a table ends the table before it
             if block.type in _HEADINGS and self._is_heading(block):
                 self._flush(builder, "text")
                 self._open_section(block)
                 builder.budget = self._budget()
-            elif block.type == BlockType.table:
-                self._flush(builder, "text")
-                caption = table_captions.get(index)
-                self._table(page, block, blocks[caption] if caption is not None else None)
             elif block.type == BlockType.caption and index in figure_captions:
                 self._flush(builder, "text")
                 self._pack("figure_caption", self._units(page, block, builder.budget))
             else:
                 for unit in self._units(page, block, builder.budget):
                     if not builder.fits(unit):
+                        carried = self._carry(builder, unit)
                         self._flush(builder, "text")
+                        for kept in carried:
+                            builder.add(kept)
                     builder.add(unit)
         return self._take()
 
     def finish(self) -> list[Chunk]:
         """The chunks still open after the last page."""
+        self._emit_pending()
         self._flush(self.builder, "text")
         return self._take()
+
+    def _carry(self, builder: _Builder, unit: _Unit) -> list[_Unit]:
+        """The trailing units of the paragraph `unit` continues across a page break, taken out of
+        `builder` so that they open the next chunk with it (when they fit there together)."""
+        if not builder.units or not _continues(builder.units[-1], unit):
+            return []
+        block_id = builder.units[-1].block.id
+        n = 0
+        while n < len(builder.units) and builder.units[-1 - n].block.id == block_id:
+            n += 1
+        carried = builder.units[-n:]
+        if n == len(builder.units) or sum(u.tokens for u in carried) + unit.tokens > builder.budget:
+            return []
+        del builder.units[-n:]
+        builder.tokens -= sum(u.tokens for u in carried)
+        return carried
 
     def _take(self) -> list[Chunk]:
         done, self.chunks = self.chunks, []
@@ -232,19 +265,31 @@ class _Chunker:
 
     # tables -------------------------------------------------------------------------------------
 
-    def _table(self, page: int, block: Block, caption: tuple[int, Block] | None) -> None:
+    def _emit_pending(self) -> None:
+        table, self.pending = self.pending, None
+        if table is not None:
+            self._table(table)
+
+    def _table(self, table: _Table) -> None:
         budget = self._budget()
+        page, block = table.parts[0]
+        caption = table.caption
         pieces = _pieces(block, page)
-        if not pieces:
+        more = [(b, _continuation_pieces(block, pieces, b, p)) for p, b in table.parts[1:]]
+        parts = [(block, pieces), *((b, ps) for b, ps in more if ps)]
+        if not any(ps for _, ps in parts):
             return
         caption_units = self._units(caption[0], caption[1], budget) if caption else []
-        tokens = self.count(_join(pieces, "\n"))
+        units = [_Unit(b, ps, self.count(_join(ps, "\n")), whole=True) for b, ps in parts if ps]
+        tokens = self.count("\n".join(_join(ps, "\n") for _, ps in parts))
         caption_tokens = sum(unit.tokens for unit in caption_units)
         if caption_tokens + tokens <= budget:
-            self._emit("table", [*caption_units, _Unit(block, pieces, tokens, whole=True)])
+            self._emit("table", [*caption_units, *units])
             return
         n_header = _header_lines(block, pieces)
-        header_pieces, rows = pieces[:n_header], pieces[n_header:]
+        header_pieces = pieces[:n_header]
+        rows = [(block, row) for row in pieces[n_header:]]
+        rows += [(b, row) for b, ps in parts[1:] for row in ps]
         prefix = list(caption_units)
         if header_pieces:
             header_tokens = self.count(_join(header_pieces, "\n"))
@@ -254,9 +299,9 @@ class _Chunker:
             prefix = [u for u in prefix[len(caption_units) :] if u.tokens <= budget // 2]
         room = budget - sum(unit.tokens for unit in prefix)
         batch = _Builder(room)
-        for row in rows:
+        for row_block, row in rows:
             for part, part_tokens in self._split_piece(row, room):
-                unit = _Unit(block, [part], part_tokens, part="rows")
+                unit = _Unit(row_block, [part], part_tokens, part="rows")
                 if not batch.fits(unit):
                     self._emit("table_rows", [*prefix, *batch.take()])
                 batch.add(unit)
@@ -312,6 +357,63 @@ class _Chunker:
         self.emitted += 1
 
 
+@dataclass
+class _Table:
+    """A table and its caption, with the blocks that continue it on the following pages."""
+
+    page: int
+    block: Block
+    caption: tuple[int, Block] | None
+    parts: list[tuple[int, Block]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            self.parts.append((self.page, self.block))
+
+    @property
+    def last_page(self) -> int:
+        return self.parts[-1][0]
+
+    def continued_by(self, other: _Table) -> bool:
+        """`other` opens the next page, has no caption of its own and the same columns."""
+        return (
+            other.page == self.last_page + 1
+            and other.caption is None
+            and _columns(other.block) == _columns(self.block) > 1
+        )
+
+
+def _columns(block: Block) -> int:
+    """Columns of a table: from its cells, else from the pipes of its first markdown row."""
+    if block.cells:
+        return max(c.col + c.col_span for c in block.cells)
+    first = next((ln for ln in block.text.splitlines() if ln.strip()), "")
+    return max(0, first.strip().strip("|").count("|") + 1) if "|" in first else 0
+
+
+def _continuation_pieces(
+    first: Block, first_pieces: list[_Piece], block: Block, page: int
+) -> list[_Piece]:
+    """The lines of a continuing table block without a repeat of the first block's header."""
+    pieces = _pieces(block, page)
+    n_header = _header_lines(first, first_pieces)
+    header = [p.text for p in first_pieces[:n_header]]
+    if header and [p.text for p in pieces[:n_header]] == header:
+        return pieces[n_header:]
+    return [p for p in pieces if not _TABLE_SEPARATOR.match(p.text)] if header else pieces
+
+
+def _continues(previous: _Unit, unit: _Unit) -> bool:
+    """`unit` opens a page with the rest of the paragraph `previous` left unfinished."""
+    if previous.block.type not in _FLOWING or unit.block.type not in _FLOWING:
+        return False
+    if unit.pieces[0].page != previous.pieces[-1].page + 1:
+        return False
+    before = previous.pieces[-1].text.rstrip()
+    after = unit.pieces[0].text.lstrip()
+    return bool(before and after) and not before.endswith(_SENTENCE_END) and after[0].islower()
+
+
 def document_label(doc: Document) -> str:
     """How a document is named in embedded text: its file name without extension or separators."""
     return source_label(doc.source)
@@ -344,6 +446,10 @@ def _separator(previous: _Unit | None, unit: _Unit) -> str:
         return ""
     if previous.block.id == unit.block.id:
         return unit.joiner
+    if previous.block.type == unit.block.type == BlockType.table:
+        return "\n"  # a table continued on the next page
+    if _continues(previous, unit):
+        return " "  # a paragraph continued on the next page
     same_kind = previous.block.type == unit.block.type == BlockType.list_item
     into_table = previous.block.type == BlockType.caption and unit.block.type == BlockType.table
     return "\n" if same_kind or into_table else "\n\n"
