@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-CHUNK_SCHEMA_VERSION = "1.0"
+CHUNK_SCHEMA_VERSION = "1.1"  # 1.1: paragraphs and tables continued across pages
 _POINT_NAMESPACE = uuid.UUID("6f1c2a9e-3d4b-5a8c-9e7f-0b1d2c3e4f50")
 
 BBox = Annotated[
