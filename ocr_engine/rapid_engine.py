@@ -1,0 +1,411 @@
+"""The CPU OCR engine: a page image -> lines and paragraph blocks through RapidOCR's ONNX models.
+
+The page is rendered as displayed (after /Rotate). Text is detected on a downscaled copy (the
+detector's cost grows with pixels, its accuracy does not need 200 dpi), recognised on crops of the
+full render, and read upright whatever the scan's orientation: sideways pages are recognised by the
+shape of their text boxes, upside-down ones by the direction classifier's vote over the longest
+lines. Boxes are mapped back through the rotation and the render scale to displayed-page points.
+Models load on first use, once, under a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pymupdf
+
+from ocr_engine.errors import EngineOutputError, EngineUnavailableError
+from ocr_engine.layout import LayoutBlock
+from ocr_engine.ocr_layout import OcrLine, gutter_cuts, layout_page
+from ocr_engine.options import CpuOcrOptions
+from ocr_engine.schema import Block, EngineInfo, Line, Page
+from ocr_engine.textlayer import Box
+
+__all__ = ["RapidOCREngine", "RenderedArray", "render_array"]
+
+log = logging.getLogger(__name__)
+
+ENGINE_NAME = "rapidocr"
+DET_MODEL = "PP-OCRv6_det_small"
+REC_MODEL = "PP-OCRv6_rec_small"
+CLS_MODEL = "ch_ppocr_mobile_v2.0_cls_mobile"
+DEFAULT_DET_SIDE = 1280  # longest side of the image the detector sees, in pixels
+TEXT_SCORE = 0.5  # recognised runs below this confidence are dropped (RapidOCR's default)
+ORIENTATION_SAMPLE = 12  # longest lines the direction classifier votes on
+
+Quad = np.ndarray  # 4 x 2 float32 corner points, clockwise from the top-left
+
+
+def _rapidocr_version() -> str | None:
+    try:
+        return metadata.version("rapidocr")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Models:
+    det: Any
+    cls: Any
+    rec: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedArray:
+    """A displayed-page render and the factors that map its pixels to page points."""
+
+    image: np.ndarray
+    zoom_x: float
+    zoom_y: float
+    x0: float
+    y0: float
+
+
+def render_array(page: pymupdf.Page, dpi: int, max_pixels: int) -> RenderedArray:
+    """The page as displayed, RGB, at `dpi` or less so that W*H stays under `max_pixels`."""
+    rect = page.rect
+    zoom = dpi / 72
+    pixels = rect.width * zoom * rect.height * zoom
+    if pixels > max_pixels:
+        zoom *= math.sqrt(max_pixels / pixels)
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
+    image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)
+    return RenderedArray(
+        image=np.ascontiguousarray(image[:, :, :3]),
+        zoom_x=pix.width / rect.width,
+        zoom_y=pix.height / rect.height,
+        x0=rect.x0,
+        y0=rect.y0,
+    )
+
+
+def rotate_point(x: float, y: float, k: int, width: float, height: float) -> tuple[float, float]:
+    """A point of a `width` x `height` image after `np.rot90(image, k)` (k quarter turns
+    counter-clockwise)."""
+    for _ in range(k % 4):
+        x, y, width, height = y, width - x, height, width
+    return x, y
+
+
+def unrotate_box(box: Box, k: int, width: float, height: float) -> Box:
+    """A box of the image turned by `np.rot90(image, k)` mapped back onto the original image
+    (`width` x `height`, the unturned size)."""
+    w, h = (height, width) if k % 2 else (width, height)  # size of the turned image
+    xs, ys = [], []
+    for x, y in ((box[0], box[1]), (box[2], box[1]), (box[2], box[3]), (box[0], box[3])):
+        px, py = rotate_point(x, y, -k % 4, w, h)
+        xs.append(px)
+        ys.append(py)
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+def _elongation(quads: list[Quad]) -> tuple[float, float]:
+    """Total length of the clearly horizontal and of the clearly vertical text boxes."""
+    across = down = 0.0
+    for q in quads:
+        w = float(np.linalg.norm(q[1] - q[0]))
+        h = float(np.linalg.norm(q[3] - q[0]))
+        if w >= 2 * h:
+            across += w
+        elif h >= 2 * w:
+            down += h
+    return across, down
+
+
+def _axis_box(quad: Quad) -> Box:
+    xs, ys = quad[:, 0], quad[:, 1]
+    return (float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()))
+
+
+def _middle_rows(image: np.ndarray, box: Box) -> tuple[int, int]:
+    """The middle half of a line box's rows: the neighbouring lines' ascenders and descenders
+    reach into the rest (detector boxes overlap)."""
+    quarter = (box[3] - box[1]) / 4
+    return int(max(box[1] + quarter, 0)), int(min(box[3] - quarter, image.shape[0]))
+
+
+def _blank_run(image: np.ndarray, box: Box, estimate: float) -> tuple[float, float]:
+    """The widest ink-free run of pixel columns within a line height of `estimate` inside `box`
+    (so that a cut never goes through a glyph), as (start, end); `estimate` twice when none."""
+    height = box[3] - box[1]
+    left = int(max(estimate - height, box[0], 0))
+    right = int(min(estimate + height, box[2], image.shape[1]))
+    top, bottom = _middle_rows(image, box)
+    if right - left < 3 or bottom - top < 3:
+        return estimate, estimate
+    strip = image[top:bottom, left:right].mean(axis=2)
+    background = float(np.percentile(strip, 90))
+    blank = (strip > background - 60).all(axis=0)
+    best: tuple[float, float, float] | None = None
+    run_start = None
+    for x, free in enumerate([*blank.tolist(), False]):
+        if free and run_start is None:
+            run_start = x
+        elif not free and run_start is not None:
+            centre = left + (run_start + x) / 2
+            score = (x - run_start) - 0.05 * abs(centre - estimate)
+            if best is None or score > best[0]:
+                best = (score, left + run_start, left + x)
+            run_start = None
+    return (best[1], best[2]) if best is not None else (estimate, estimate)
+
+
+def _ink_span(image: np.ndarray, box: Box) -> Box:
+    """`box` narrowed to the pixel columns that hold ink (detector boxes reach past the glyphs,
+    which closes narrow column gutters)."""
+    left, right = int(max(box[0], 0)), int(min(math.ceil(box[2]), image.shape[1]))
+    top, bottom = _middle_rows(image, box)
+    if right - left < 3 or bottom - top < 3:
+        return box
+    strip = image[top:bottom, left:right].mean(axis=2)
+    inked = np.flatnonzero((strip < float(np.percentile(strip, 90)) - 60).any(axis=0))
+    if inked.size == 0:
+        return box
+    # a sliver of ink cut off by a wide gap at either end is a neighbouring column's glyph
+    height = box[3] - box[1]
+    gaps = np.flatnonzero(np.diff(inked) > 0.5 * height)
+    first, last = 0, inked.size - 1
+    if gaps.size and inked[gaps[0]] - inked[0] < 0.8 * height:
+        first = int(gaps[0]) + 1
+    if gaps.size and inked[-1] - inked[gaps[-1] + 1] < 0.8 * height and gaps[-1] + 1 > first:
+        last = int(gaps[-1])
+    return (float(left + inked[first]), box[1], float(left + inked[last] + 1), box[3])
+
+
+def split_quads(image: np.ndarray, quads: list[Quad]) -> list[Quad]:
+    """Horizontal text quads cut where they run across a column gutter (see `gutter_cuts`);
+    the pieces end and start at the edges of the blank gutter."""
+    out: list[Quad] = []
+    boxes = [_axis_box(q) for q in quads]
+    for quad, box, estimates in zip(quads, boxes, gutter_cuts(boxes), strict=True):
+        if not estimates:
+            out.append(quad)
+            continue
+        x0, x1 = float(quad[0][0]), float(quad[1][0])
+        width = max(x1 - x0, 1.0)
+        edges = [0.0]
+        for estimate in estimates:
+            start, end = _blank_run(image, box, estimate)
+            edges += [(start - x0) / width, (end - x0) / width]
+        edges.append(1.0)
+        for a, b in zip(edges[::2], edges[1::2], strict=True):
+            top = quad[0] + (quad[1] - quad[0]) * np.array([[a], [b]], np.float32)
+            bottom = quad[3] + (quad[2] - quad[3]) * np.array([[b], [a]], np.float32)
+            out.append(np.vstack([top, bottom]).astype(np.float32))
+    return out
+
+
+def _rounded(box: Box) -> Box:
+    return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
+
+
+class RapidOCREngine:
+    """RapidOCR (PP-OCR detection, direction and recognition models, ONNX on CPU)."""
+
+    name = ENGINE_NAME
+
+    def __init__(
+        self,
+        options: CpuOcrOptions | None = None,
+        *,
+        det_side: int = DEFAULT_DET_SIDE,
+        threads: int | None = None,
+    ) -> None:
+        self.options = options or CpuOcrOptions()
+        self.det_side = det_side
+        self.threads = threads
+        self.info = EngineInfo(
+            name=ENGINE_NAME, model=f"{DET_MODEL}+{REC_MODEL}", version=_rapidocr_version()
+        )
+        self._models: _Models | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> _Models:
+        """The three ONNX sessions, built once from the model files inside the rapidocr wheel."""
+        if self._models is not None:
+            return self._models
+        with self._lock:
+            if self._models is None:
+                self._models = self._build()
+        return self._models
+
+    def _build(self) -> _Models:
+        try:
+            import rapidocr
+            from rapidocr import RapidOCR
+        except ImportError as exc:
+            raise EngineUnavailableError(f"rapidocr is not installed: {exc}") from exc
+        model_dir = Path(rapidocr.__file__).parent / "models"
+        paths = {name: model_dir / f"{name}.onnx" for name in (DET_MODEL, REC_MODEL, CLS_MODEL)}
+        missing = [str(p) for p in paths.values() if not p.is_file()]
+        if missing:
+            raise EngineUnavailableError(f"RapidOCR model files missing: {', '.join(missing)}")
+        threads = self.threads if self.threads is not None else -1
+        params: dict[str, Any] = {
+            "Global.log_level": "warning",
+            "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+            "Det.model_path": str(paths[DET_MODEL]),
+            "Det.limit_type": "max",
+            "Det.limit_side_len": self.det_side,
+            "Rec.model_path": str(paths[REC_MODEL]),
+            "Cls.model_path": str(paths[CLS_MODEL]),
+        }
+        try:
+            reader = RapidOCR(params=params)
+            models = _Models(
+                det=reader._load_det_model(),
+                cls=reader._load_cls_model(),
+                rec=reader._load_rec_model(),
+            )
+        except Exception as exc:
+            raise EngineUnavailableError(f"RapidOCR models failed to load: {exc}") from exc
+        log.info("RapidOCR loaded: %s, %s, %s (det side %d)", *paths, self.det_side)
+        return models
+
+    def extract_page(self, page: pymupdf.Page) -> Page:
+        """One page read by OCR: upright paragraph blocks, boxes in displayed-page points."""
+        render = render_array(page, self.options.dpi, self.options.max_pixels)
+        width, height = page.rect.width, page.rect.height
+        lines, turns = self.read_image(render.image)
+        # work in upright page points: same scale as the render, turned like the text
+        img_h, img_w = render.image.shape[:2]
+        up_w, up_h = (height, width) if turns % 2 else (width, height)
+        scale_x, scale_y = (
+            (render.zoom_y, render.zoom_x) if turns % 2 else (render.zoom_x, render.zoom_y)
+        )
+        runs = [
+            OcrLine(
+                text=ln.text,
+                box=(
+                    ln.box[0] / scale_x,
+                    ln.box[1] / scale_y,
+                    ln.box[2] / scale_x,
+                    ln.box[3] / scale_y,
+                ),
+                score=ln.score,
+            )
+            for ln in lines
+        ]
+        ordered = layout_page(runs, up_w, up_h, first_page=page.number == 0)
+
+        def to_page(box: Box) -> Box:
+            # upright points -> upright pixels -> displayed pixels -> displayed points
+            px = (box[0] * scale_x, box[1] * scale_y, box[2] * scale_x, box[3] * scale_y)
+            x0, y0, x1, y1 = unrotate_box(px, turns, img_w, img_h)
+            return (
+                min(max(x0 / render.zoom_x, 0.0), width) + render.x0,
+                min(max(y0 / render.zoom_y, 0.0), height) + render.y0,
+                min(max(x1 / render.zoom_x, 0.0), width) + render.x0,
+                min(max(y1 / render.zoom_y, 0.0), height) + render.y0,
+            )
+
+        blocks = [
+            self._to_block(item, to_page, page.number + 1, index)
+            for index, item in enumerate(ordered)
+        ]
+        return Page(
+            number=page.number + 1,
+            width=width,
+            height=height,
+            rotation=page.rotation,
+            engine=self.info,
+            blocks=blocks,
+        )
+
+    @staticmethod
+    def _to_block(item: LayoutBlock, to_page: Any, page_no: int, index: int) -> Block:
+        lines = [Line(text=ln.text, bbox=_rounded(to_page(ln.bbox))) for ln in item.lines]
+        box = (
+            min(ln.bbox[0] for ln in lines),
+            min(ln.bbox[1] for ln in lines),
+            max(ln.bbox[2] for ln in lines),
+            max(ln.bbox[3] for ln in lines),
+        )
+        return Block(
+            id=f"p{page_no}-b{index}",
+            type=item.type,
+            bbox=box,
+            text=item.text,
+            level=item.level,
+            lines=lines,
+        )
+
+    def read_image(self, image: np.ndarray) -> tuple[list[OcrLine], int]:
+        """Recognised runs in pixels of the upright image, and the quarter turns
+        (`np.rot90(image, k)`) that made it upright. Raises `EngineOutputError`."""
+        if image.size == 0 or int(image.max()) - int(image.min()) < 8:
+            return [], 0  # blank: nothing for the detector to find
+        models = self._load()
+        try:
+            quads = self._detect(models, image)
+            across, down = _elongation(quads)
+            turns = 0
+            if down > 1.5 * across:
+                turns = 1
+                image = np.ascontiguousarray(np.rot90(image, 1))
+                quads = self._detect(models, image)
+            if quads and self._upside_down(models, image, quads):
+                turns += 2
+                h, w = image.shape[:2]
+                image = np.ascontiguousarray(np.rot90(image, 2))
+                quads = [
+                    np.array([[w - x, h - y] for x, y in q[[2, 3, 0, 1]]], np.float32)
+                    for q in quads
+                ]
+            lines = self._recognise(models, image, split_quads(image, quads))
+        except EngineOutputError:
+            raise
+        except Exception as exc:
+            raise EngineOutputError(f"RapidOCR failed: {type(exc).__name__}: {exc}") from exc
+        return lines, turns % 4
+
+    @staticmethod
+    def _detect(models: _Models, image: np.ndarray) -> list[Quad]:
+        result = models.det(image)
+        if result.boxes is None:
+            return []
+        return [np.asarray(q, dtype=np.float32) for q in result.boxes]
+
+    @staticmethod
+    def _crop(image: np.ndarray, quad: Quad) -> np.ndarray:
+        from rapidocr.utils.process_img import get_rotate_crop_image
+
+        return get_rotate_crop_image(image, quad.copy())
+
+    def _upside_down(self, models: _Models, image: np.ndarray, quads: list[Quad]) -> bool:
+        """The direction classifier's confidence-weighted vote over the longest horizontal lines."""
+        horizontal = [
+            q for q in quads if np.linalg.norm(q[1] - q[0]) >= 2 * np.linalg.norm(q[3] - q[0])
+        ]
+        sample = sorted(horizontal, key=lambda q: -float(np.linalg.norm(q[1] - q[0])))
+        sample = sample[:ORIENTATION_SAMPLE]
+        if not sample:
+            return False
+        result = models.cls([self._crop(image, q) for q in sample])
+        flipped = sum(score for label, score in result.cls_res if "180" in label)
+        upright = sum(score for label, score in result.cls_res if "180" not in label)
+        return flipped > upright
+
+    def _recognise(self, models: _Models, image: np.ndarray, quads: list[Quad]) -> list[OcrLine]:
+        from rapidocr.ch_ppocr_rec import TextRecInput
+
+        if not quads:
+            return []
+        result = models.rec(TextRecInput(img=[self._crop(image, q) for q in quads]))
+        if result.txts is None or result.scores is None or len(result.txts) != len(quads):
+            raise EngineOutputError("RapidOCR recognition returned no result for detected text")
+        lines = []
+        for quad, text, score in zip(quads, result.txts, result.scores, strict=True):
+            text = " ".join(str(text).split())
+            if not text or float(score) < TEXT_SCORE:
+                continue
+            box = _ink_span(image, _axis_box(quad))
+            lines.append(OcrLine(text=text, box=box, score=float(score)))
+        return lines
