@@ -12,7 +12,9 @@ COMMANDS: dict[str, str] = {
     "ingest_speed": "eval.ingest_speed",
     "ocr_parser": "eval.ocr_parser",
     "ocr_throughput": "eval.ocr_throughput",
+    "ingest_ledger": "eval.ingest_ledger",
     "query_latency": "eval.query_latency",
+    "retrieval": "eval.retrieval",
 }
 
 

@@ -51,6 +51,8 @@ def classify(exc: BaseException) -> tuple[FailureKind, str]:
         return kind, text
     if isinstance(exc, NoTextError):
         return FailureKind.no_text, describe(exc)
+    if isinstance(exc, SourceGoneError):
+        return FailureKind.transient, describe(exc)
     if isinstance(exc, WorkerCrashedError | BrokenProcessPool):
         return FailureKind.internal, describe(exc)
     if isinstance(exc, EngineUnavailableError | EngineOutputError | StoreError | OSError):

@@ -12,8 +12,8 @@ are embedded; each queue holds a few windows, so a slow stage holds the others b
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import math
 import queue
 import threading
 import time
@@ -21,36 +21,33 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from enum import StrEnum
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from ingest.chunker import ChunkStream
 from ingest.embed_cache import EmbeddingCache
 from ingest.events import EventHub, EventKind, IngestEvent
 from ingest.extractor import Extractor, WindowResult
-from ingest.failures import NoTextError, RetryPolicy, SourceGoneError, classify
+from ingest.failures import NoTextError, SourceGoneError, classify
 from ingest.files import DocumentFiles, DocumentWriter
-from ingest.guards import PdfLimits
 from ingest.ledger import Ledger
+from ingest.options import FileResult, FileStatus, IngestOptions, image_only_pages, windows
 from ingest.passwords import PasswordBook, fingerprint
 from ingest.records import (
     DocStatus,
     DocumentRecord,
-    FailureKind,
     PageRecord,
     Timings,
     UnknownDocumentError,
     Versions,
 )
 from ocr_engine.extract import mark_repeated_furniture
-from ocr_engine.options import ExtractOptions, OcrMode
+from ocr_engine.options import OcrMode
 from ocr_engine.reader import engine_key
-from ocr_engine.schema import SCHEMA_VERSION, BlockType, Document, Page, PageStatus
+from ocr_engine.schema import SCHEMA_VERSION, Document, Page, PageStatus
 from retrieval.embedder import Embedder
 from retrieval.schema import CHUNK_SCHEMA_VERSION, Chunk
 from retrieval.store import VectorStore
@@ -58,72 +55,6 @@ from retrieval.store import VectorStore
 __all__ = ["FileResult", "FileStatus", "IngestOptions", "Ingestor", "image_only_pages"]
 
 log = logging.getLogger(__name__)
-
-_OCR_WINDOW = 8  # pages per extraction request when slow CPU OCR may read them (finer progress)
-
-
-class FileStatus(StrEnum):
-    ok = "ok"
-    partial = "partial"
-    unchanged = "unchanged"
-    failed = "failed"
-
-
-class FileResult(BaseModel):
-    """The outcome for one file or document; `error` is set whenever status is failed or partial."""
-
-    path: str
-    source: str
-    status: FileStatus
-    doc_id: str | None = None
-    pages: int = 0
-    chunks: int = 0
-    error: str | None = None
-    seconds: float = 0.0
-    retry: bool = Field(default=False, description="a failure that will be tried again")
-
-
-class IngestOptions(BaseModel):
-    max_tokens: int = Field(default=256, ge=32)
-    embed_slice: int = Field(default=64, ge=1, description="chunks per embedding call")
-    extract: ExtractOptions = Field(default_factory=ExtractOptions)
-    window: int = Field(default=64, ge=1, description="pages chunked together")
-    extract_window: int | None = Field(
-        default=None, ge=1, description="pages per extraction request (default: see below)"
-    )
-    extract_processes: int = Field(default=1, ge=0, le=8, description="0: a thread instead")
-    prefetch: int = Field(default=2, ge=1, description="windows waiting between two stages")
-    passwords_file: Path | None = None
-    limits: PdfLimits = Field(default_factory=PdfLimits)
-    retry: RetryPolicy = Field(default_factory=RetryPolicy)
-
-    def extraction_window(self) -> int:
-        """Pages per extraction request: a whole window, or a few when CPU OCR may be slow."""
-        if self.extract_window is not None:
-            return min(self.extract_window, self.window)
-        cpu_ocr = self.extract.ocr is not OcrMode.never and self.extract.vllm is None
-        return min(_OCR_WINDOW, self.window) if cpu_ocr else self.window
-
-
-def image_only_pages(pages: Sequence[Page]) -> list[int]:
-    """Pages that show images but carry no text: their content is not searchable."""
-    return [
-        page.number
-        for page in pages
-        if page.status is not PageStatus.failed
-        and any(b.type is BlockType.figure for b in page.blocks)
-        and not any(b.lines for b in page.blocks)
-    ]
-
-
-def windows(first: int, last: int, size: int) -> list[tuple[int, int]]:
-    """Inclusive page ranges covering first..last in near-equal parts of at most `size` pages
-    (65 pages are 33 + 32, not 64 + 1)."""
-    total = last - first + 1
-    if total <= 0:
-        return []
-    step = math.ceil(total / math.ceil(total / size))
-    return [(s, min(last, s + step - 1)) for s in range(first, last + 1, step)]
 
 
 def _version() -> str:
@@ -228,11 +159,14 @@ class Ingestor:
 
             def index() -> None:
                 for item in iter(finished.get, _STOP):
-                    result = self._finish(item.doc)
-                    started.pop(item.doc.doc_id, None)
-                    results.append(result)
-                    if on_result is not None:
-                        on_result(result)
+                    try:
+                        result = self._finish(item.doc)
+                        started.pop(item.doc.doc_id, None)
+                        results.append(result)
+                        if on_result is not None:
+                            on_result(result)
+                    except Exception:  # left processing: redone by the next recovery
+                        log.exception("finishing %s failed", item.doc.record.source)
 
             feeder = threading.Thread(
                 target=self._feed, args=(records, batches, stop, started), name="folio-feed"
@@ -246,6 +180,12 @@ class Ingestor:
                         self._embed(item)
                     else:
                         finished.put(item)
+            except BaseException:
+                stop.set()  # the feeder may be waiting on a full queue: let it finish
+                while feeder.is_alive() or not batches.empty():
+                    with contextlib.suppress(queue.Empty):
+                        batches.get(timeout=0.1)
+                raise
             finally:
                 finished.put(_STOP)
                 feeder.join()
@@ -493,8 +433,6 @@ class Ingestor:
 
     def _failed(self, doc: _Doc, exc: BaseException) -> FileResult:
         kind, reason = classify(exc)
-        if isinstance(exc, SourceGoneError):
-            kind = FailureKind.transient
         if doc.writer is not None:
             doc.writer.abort()
         retry_at = self.options.retry.retry_at(kind, doc.attempt, time.time())

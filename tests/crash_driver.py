@@ -10,12 +10,32 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+from ingest.ledger import Ledger
 from ingest.pipeline import IngestOptions
 from ocr_engine.options import ExtractOptions, OcrMode
+from retrieval.edge_store import EdgeStore
 from server.services import build_services
 from server.settings import Settings
 from tests.fakes import HashEmbedder
+
+
+def snapshot(data_dir: Path, dim: int = 64) -> dict[str, Any]:
+    """Ledger entries and point ids, per document, as a clean comparison can use them."""
+    ledger = Ledger(data_dir)
+    documents = {
+        r.doc_id: (r.status.value, r.pages, r.chunks, sorted(r.paths), r.errors)
+        for r in ledger.documents()
+    }
+    ledger.close()
+    store = EdgeStore(data_dir / "index", dim=dim)
+    try:
+        points = {d: sorted(c.chunk_id for c in store.chunks(d)) for d in store.doc_ids()}
+        total = store.count()
+    finally:
+        store.close()
+    return {"documents": documents, "points": points, "total": total}
 
 
 def main(argv: list[str] | None = None) -> int:

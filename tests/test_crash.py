@@ -16,14 +16,13 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ingest.ledger import Ledger
 from ingest.records import DocStatus
-from retrieval.edge_store import EdgeStore
 from tests.conftest import REPO_ROOT
+from tests.crash_driver import snapshot
 from tests.pdfgen import encrypted_pdf, fact_pdf, html_named_pdf
 
 KILLS_PER_PHASE = 4
@@ -108,23 +107,6 @@ def _half_done(data_dir: Path) -> list[str]:
         return [r.doc_id for r in ledger.documents(DocStatus.processing)]
     finally:
         ledger.close()
-
-
-def snapshot(data_dir: Path) -> dict[str, Any]:
-    """Ledger entries and point ids, per document, as a clean comparison can use them."""
-    ledger = Ledger(data_dir)
-    documents = {
-        r.doc_id: (r.status.value, r.pages, r.chunks, sorted(r.paths), r.errors)
-        for r in ledger.documents()
-    }
-    ledger.close()
-    store = EdgeStore(data_dir / "index", dim=64)
-    try:
-        points = {d: sorted(c.chunk_id for c in store.chunks(d)) for d in store.doc_ids()}
-        total = store.count()
-    finally:
-        store.close()
-    return {"documents": documents, "points": points, "total": total}
 
 
 def _marked_processes(mark: str) -> list[int]:
