@@ -62,14 +62,14 @@ def extract_document(
     without a trustworthy text layer)."""
     data, default_name = read_pdf_bytes(path)
     name = source or default_name
-    reader = PageReader(options, text_engine=engine, cache=cache)
     with open_pdf(data, password=password, name=name) as pdf:
         metadata = {k: str(v) for k, v in (pdf.metadata or {}).items() if k in ("title", "author")}
     pages = []
-    for page in iter_pages(data, name=name, password=password, reader=reader):
-        pages.append(page)
-        if on_page is not None:
-            on_page(page)
+    with PageReader(options, text_engine=engine, cache=cache) as reader:
+        for page in iter_pages(data, name=name, password=password, reader=reader):
+            pages.append(page)
+            if on_page is not None:
+                on_page(page)
     mark_repeated_furniture(pages)
     return Document(
         doc_id=hashlib.sha256(data).hexdigest(),

@@ -76,6 +76,19 @@ class PageReader:
         self._vllm: VLLMEngine | None = None
         self._cpu: RapidOCREngine | None = None
 
+    def close(self) -> None:
+        """Stop the OCR engines' workers (render processes of the vLLM engine)."""
+        with self._lock:
+            vllm, self._vllm = self._vllm, None
+        if vllm is not None:
+            vllm.close()
+
+    def __enter__(self) -> PageReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @property
     def ocr_info(self) -> EngineInfo | None:
         """The engine OCR pages go to first, or None when OCR is off or has no engine."""
