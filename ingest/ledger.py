@@ -423,6 +423,15 @@ class Ledger:
         )
         return {row[0]: self._path_record(row) for row in rows}
 
+    def path_stats(self, root: str) -> dict[str, tuple[str, int, int, float]]:
+        """`paths_under` as plain tuples (doc_id, size, mtime_ns, seen_at): a scan's hot path."""
+        prefix = root.rstrip(os.sep) + os.sep
+        rows = self._rows(
+            "SELECT path, doc_id, size, mtime_ns, seen_at FROM paths WHERE substr(path, 1, ?) = ?",
+            (len(prefix), prefix),
+        )
+        return {path: (doc_id, size, mtime, seen) for path, doc_id, size, mtime, seen in rows}
+
     @staticmethod
     def _path_record(row: tuple[Any, ...]) -> PathRecord:
         path, doc_id, size, mtime_ns, seen = row

@@ -35,6 +35,9 @@ __all__ = ["RecoveryReport", "ScanReport", "Sync", "find_pdfs", "is_pdf_name"]
 log = logging.getLogger(__name__)
 
 
+_SEEN_EVERY_S = 3600.0  # `seen_at` of an unchanged path is refreshed at most this often
+
+
 def is_pdf_name(name: str) -> bool:
     """A PDF by its name; hidden files (editors' and copy tools' temporaries) are left alone."""
     return name.lower().endswith(".pdf") and not name.startswith(".")
@@ -170,18 +173,22 @@ class Sync:
         _walk(top, found)
         with self._lock:
             report = ScanReport(root=top, files=len(found))
-            known = self.ledger.paths_under(top)
-            unchanged = []
-            for path, (size, mtime_ns) in sorted(found.items()):
+            known = self.ledger.path_stats(top)
+            stale = time.time() - _SEEN_EVERY_S
+            seen = []
+            unchanged = 0
+            for path, stat in sorted(found.items()):
                 record = known.get(path)
-                if record is not None and (record.size, record.mtime_ns) == (size, mtime_ns):
-                    unchanged.append(path)
+                if record is not None and record[1:3] == stat:
+                    unchanged += 1
+                    if record[3] < stale:
+                        seen.append(path)
                 else:
-                    self._link(path, size, mtime_ns, settle, report)
-            report.unchanged = len(unchanged)
+                    self._link(path, *stat, settle, report)
+            report.unchanged = unchanged
             gone = [path for path in known if path not in found]
             self._unlink(gone, report)
-            self.ledger.touch(unchanged)
+            self.ledger.touch(seen)
             self._finish_scan(report)
         report.seconds = time.perf_counter() - started
         return report
