@@ -72,15 +72,20 @@ def render_array(page: pymupdf.Page, dpi: int, max_pixels: int) -> RenderedArray
     """The page as displayed, RGB, at `dpi` or less so that W*H stays under `max_pixels`."""
     rect = page.rect
     zoom = dpi / 72
-    pixels = rect.width * zoom * rect.height * zoom
-    if pixels > max_pixels:
-        zoom *= math.sqrt(max_pixels / pixels)
+
+    def size(z: float) -> int:  # MuPDF rounds the pixmap outwards
+        return (math.ceil(rect.width * z) + 1) * (math.ceil(rect.height * z) + 1)
+
+    if size(zoom) > max_pixels:
+        zoom *= math.sqrt(max_pixels / (rect.width * zoom * rect.height * zoom))
+        while size(zoom) > max_pixels and zoom > 1e-3:
+            zoom *= 0.995
     pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
     image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)
     return RenderedArray(
         image=np.ascontiguousarray(image[:, :, :3]),
-        zoom_x=pix.width / rect.width,
-        zoom_y=pix.height / rect.height,
+        zoom_x=zoom,
+        zoom_y=zoom,
         x0=rect.x0,
         y0=rect.y0,
     )
