@@ -7,6 +7,7 @@ import sys
 
 # subcommand -> module with a ``main(argv) -> int``
 COMMANDS: dict[str, str] = {
+    "cpu_ocr": "eval.cpu_ocr",
     "extraction": "eval.extraction",
     "financebench": "eval.financebench",
     "ingest_speed": "eval.ingest_speed",

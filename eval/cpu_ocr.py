@@ -4,7 +4,8 @@
                            [--only NAME] [--no-stock] [--no-tesseract] [--sweep 960,1280,1600]
 
 Pages: the human gold text of ``scanned/tesseract_test`` (lossless PDF wraps of the TIFFs, and
-the two rotated phototest PNGs), ``olmocr_gnarly/edgar_image.pdf`` against the text layer of
+the two rotated phototest PNGs); Docling's ``ocr_test`` scan upright and with /Rotate 90, 180,
+270 against its ground-truth text; ``olmocr_gnarly/edgar_image.pdf`` against the text layer of
 ``edgar.pdf``, and ``edgar-rotated90.pdf`` (the born-digital page with /Rotate 90, read by OCR
 on purpose) against the same text. Every engine reads the same render (``--dpi``, the engine's
 pixel cap). Character accuracy is 1 - Levenshtein distance / max(length) on whitespace-normalised
@@ -116,6 +117,11 @@ def cases(data: Path) -> list[Case]:
     for png in sorted(tess.glob("phototest-rotated-*.png")):
         if photo_gold.exists():
             out.append(Case(png.stem, png, photo_gold.read_text(encoding="utf-8")))
+    docling = data / "scanned" / "docling_ocr"
+    docling_gold = docling / "groundtruth" / "ocr_test.tesseract.full_page.md"
+    if docling_gold.exists():
+        for pdf in sorted((docling / "pdf").glob("ocr_test*.pdf")):
+            out.append(Case(pdf.stem, pdf, docling_gold.read_text(encoding="utf-8")))
     gnarly = data / "scanned" / "olmocr_gnarly"
     if (gnarly / "edgar.pdf").exists():
         with pymupdf.open(gnarly / "edgar.pdf") as doc:

@@ -59,11 +59,10 @@ class _Models:
 
 @dataclass(frozen=True, slots=True)
 class RenderedArray:
-    """A displayed-page render and the factors that map its pixels to page points."""
+    """A displayed-page render: page point (x, y) is pixel ((x - x0) * zoom, (y - y0) * zoom)."""
 
     image: np.ndarray
-    zoom_x: float
-    zoom_y: float
+    zoom: float
     x0: float
     y0: float
 
@@ -84,8 +83,7 @@ def render_array(page: pymupdf.Page, dpi: int, max_pixels: int) -> RenderedArray
     image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)
     return RenderedArray(
         image=np.ascontiguousarray(image[:, :, :3]),
-        zoom_x=zoom,
-        zoom_y=zoom,
+        zoom=zoom,
         x0=rect.x0,
         y0=rect.y0,
     )
@@ -207,6 +205,10 @@ def split_quads(image: np.ndarray, quads: list[Quad]) -> list[Quad]:
     return out
 
 
+def _scaled(box: Box, factor: float) -> Box:
+    return (box[0] * factor, box[1] * factor, box[2] * factor, box[3] * factor)
+
+
 def _rounded(box: Box) -> Box:
     return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
 
@@ -279,36 +281,23 @@ class RapidOCREngine:
         render = render_array(page, self.options.dpi, self.options.max_pixels)
         width, height = page.rect.width, page.rect.height
         lines, turns = self.read_image(render.image)
-        # work in upright page points: same scale as the render, turned like the text
         img_h, img_w = render.image.shape[:2]
-        up_w, up_h = (height, width) if turns % 2 else (width, height)
-        scale_x, scale_y = (
-            (render.zoom_y, render.zoom_x) if turns % 2 else (render.zoom_x, render.zoom_y)
-        )
-        runs = [
-            OcrLine(
-                text=ln.text,
-                box=(
-                    ln.box[0] / scale_x,
-                    ln.box[1] / scale_y,
-                    ln.box[2] / scale_x,
-                    ln.box[3] / scale_y,
-                ),
-                score=ln.score,
-            )
-            for ln in lines
+        zoom = render.zoom
+        # lay out in upright page points (the render's scale, turned like the text)
+        upright = [
+            OcrLine(text=ln.text, box=_scaled(ln.box, 1 / zoom), score=ln.score) for ln in lines
         ]
-        ordered = layout_page(runs, up_w, up_h, first_page=page.number == 0)
+        up_w, up_h = (height, width) if turns % 2 else (width, height)
+        ordered = layout_page(upright, up_w, up_h, first_page=page.number == 0)
 
         def to_page(box: Box) -> Box:
-            # upright points -> upright pixels -> displayed pixels -> displayed points
-            px = (box[0] * scale_x, box[1] * scale_y, box[2] * scale_x, box[3] * scale_y)
-            x0, y0, x1, y1 = unrotate_box(px, turns, img_w, img_h)
+            """Upright points -> upright pixels -> displayed pixels -> displayed points."""
+            x0, y0, x1, y1 = unrotate_box(_scaled(box, zoom), turns, img_w, img_h)
             return (
-                min(max(x0 / render.zoom_x, 0.0), width) + render.x0,
-                min(max(y0 / render.zoom_y, 0.0), height) + render.y0,
-                min(max(x1 / render.zoom_x, 0.0), width) + render.x0,
-                min(max(y1 / render.zoom_y, 0.0), height) + render.y0,
+                min(max(x0 / zoom, 0.0), width) + render.x0,
+                min(max(y0 / zoom, 0.0), height) + render.y0,
+                min(max(x1 / zoom, 0.0), width) + render.x0,
+                min(max(y1 / zoom, 0.0), height) + render.y0,
             )
 
         blocks = [
