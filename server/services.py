@@ -57,7 +57,8 @@ def ingest_options(settings: Settings) -> IngestOptions:
     return IngestOptions(
         max_tokens=settings.max_tokens,
         extract=settings.extract_options(),
-        passwords_file=settings.data_dir / PASSWORDS_FILE,
+        extract_processes=settings.extract_processes,
+        passwords_file=settings.passwords_file or settings.data_dir / PASSWORDS_FILE,
     )
 
 
@@ -77,7 +78,8 @@ def build_services(
     cache_path = settings.data_dir / PAGE_CACHE_FILE
     options = options or ingest_options(settings)
     if options.passwords_file is None:
-        options = options.model_copy(update={"passwords_file": settings.data_dir / PASSWORDS_FILE})
+        passwords = settings.passwords_file or settings.data_dir / PASSWORDS_FILE
+        options = options.model_copy(update={"passwords_file": passwords})
     ingestor = Ingestor(
         ledger,
         files,

@@ -41,6 +41,13 @@ class Settings(BaseSettings):
     max_render_dpi: int = Field(default=300, ge=36, le=600)
     render_cache_pages: int = Field(default=64, ge=0)
     watch_settle_seconds: float = Field(default=1.0, ge=0.0)
+    passwords_file: Path | None = Field(
+        default=None,
+        description="JSON {file name or sha256: password}; unset: data_dir/passwords.json",
+    )
+    extract_processes: int = Field(
+        default=1, ge=0, le=8, description="extraction worker processes; 0: a thread instead"
+    )
 
     qdrant_url: str | None = Field(
         default=None, description="a Qdrant server; unset: Qdrant Edge under data_dir/index"

@@ -200,3 +200,14 @@ def test_folio_docs_lists_failures_with_index_counts(
     assert by_name["résumé 東京 ü.pdf"]["paths"][0].endswith("a..b/résumé 東京 ü.pdf")
     table = runner.invoke(cli_app, ["docs", "--data-dir", data_dir, "--failed"])
     assert table.exit_code == 0 and "decompression bomb" in table.stdout
+
+    nothing = runner.invoke(cli_app, ["retry", "--data-dir", data_dir])
+    assert nothing.exit_code == 0 and "nothing to retry" in nothing.output, "bad input is final"
+    again = runner.invoke(cli_app, ["retry", "--data-dir", data_dir, "--all"])
+    assert again.exit_code == 1
+    failed_lines = [line for line in again.output.splitlines() if line.startswith("FAILED ")]
+    assert len(failed_lines) == len(rows) and any("needs a password" in x for x in failed_lines)
+    after = runner.invoke(cli_app, ["docs", "--data-dir", data_dir, "--json"])
+    assert {r["doc_id"]: r["chunks"] for r in json.loads(after.stdout)} == {
+        r["doc_id"]: r["chunks"] for r in by_name.values()
+    }, "retrying the failures touched no other document"
