@@ -30,7 +30,7 @@ def sample(name: str) -> str:
 
 
 def parse(text: str, **kwargs: float) -> list[Block]:
-    return parse_grounding(text, page_number=9, **{**LETTER, **kwargs})  # type: ignore[arg-type]
+    return parse_grounding(text, page_number=9, **{**LETTER, **kwargs})
 
 
 def pt(box: tuple[int, int, int, int], width: float = 612.0, height: float = 792.0) -> Box:
