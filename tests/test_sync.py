@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import threading
@@ -15,6 +16,7 @@ import pytest
 
 from ingest.chunker import chunk_document
 from ingest.failures import RetryPolicy
+from ingest.options import windows
 from ingest.pipeline import FileStatus, IngestOptions
 from ingest.records import DocStatus, FailureKind
 from ocr_engine.extract import extract_document
@@ -300,3 +302,18 @@ def test_uploads_stay_without_a_path_until_removed(svc: Services) -> None:
     assert svc.sync.collect_garbage() == [] and svc.store.count(record.doc_id) > 0
     svc.sync.remove(record.doc_id)
     assert svc.store.count(record.doc_id) == 0 and svc.ledger.find(record.doc_id) is None
+
+
+def test_windows_are_balanced_and_cover_every_page() -> None:
+    assert windows(1, 65, 64) == [(1, 33), (34, 65)]
+    assert windows(1, 64, 64) == [(1, 64)]
+    assert windows(5, 9, 2) == [(5, 6), (7, 8), (9, 9)]
+    assert windows(1, 0, 64) == []
+    for total in (1, 7, 63, 64, 65, 129, 1000):
+        parts = windows(1, total, 64)
+        assert parts[0][0] == 1 and parts[-1][1] == total
+        assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(parts))
+        assert max(hi - lo + 1 for lo, hi in parts) <= 64
+    cpu_ocr = IngestOptions(extract=ExtractOptions(ocr=OcrMode.auto))
+    assert cpu_ocr.extraction_window() == 8
+    assert IngestOptions(extract=NEVER).extraction_window() == 64
