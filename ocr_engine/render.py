@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+import struct
+import zlib
 from dataclasses import dataclass
 
+import numpy as np
 import pymupdf
 
-__all__ = ["RenderedPage", "render_page"]
+__all__ = ["RenderedPage", "encode_png", "render_page"]
 
 
 @dataclass(frozen=True)
@@ -31,16 +34,40 @@ def render_page(page: pymupdf.Page, *, dpi: int = 144, max_pixels: int = 6_000_0
     """The displayed page (CropBox, /Rotate applied) as RGB PNG, scaled down to fit the cap."""
     rect = page.rect
     zoom = dpi / 72
-    pixels = rect.width * zoom * rect.height * zoom
-    if pixels > max_pixels:
-        zoom *= math.sqrt(max_pixels / pixels)
+    if _pixels(rect, zoom) > max_pixels:
+        zoom = math.sqrt(max_pixels / (rect.width * rect.height))
+        while _pixels(rect, zoom) > max_pixels:
+            zoom *= 0.995
     pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
     return RenderedPage(
-        png=pix.tobytes("png"),
+        png=encode_png(pix.width, pix.height, pix.samples, pix.stride),
         width_px=pix.width,
         height_px=pix.height,
         width_pt=rect.width,
         height_pt=rect.height,
         x0=rect.x0,
         y0=rect.y0,
+    )
+
+
+def _pixels(rect: pymupdf.Rect, zoom: float) -> int:
+    return math.ceil(rect.width * zoom) * math.ceil(rect.height * zoom)  # MuPDF rounds up
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def encode_png(width: int, height: int, samples: bytes, stride: int) -> bytes:
+    """RGB rows as a lossless PNG: no row filters and zlib level 1, a third of MuPDF's encoding
+    time at about 10% more bytes, and zlib releases the GIL while it compresses."""
+    rows = np.frombuffer(samples, dtype=np.uint8).reshape(height, stride)[:, : width * 3]
+    raw = np.zeros((height, width * 3 + 1), dtype=np.uint8)  # a 0 filter byte starts each row
+    raw[:, 1:] = rows
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(raw.tobytes(), 1))
+        + _chunk(b"IEND", b"")
     )
