@@ -8,34 +8,19 @@ the union of the chunk lines that overlap the cited sentences, not at the whole 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import NamedTuple
-from urllib.parse import quote
 
-from retrieval.schema import BBox, ChunkLine, Citation, Region, ScoredChunk, union_bbox
+from retrieval.evidence import locate
+from retrieval.schema import Citation, ScoredChunk
+from retrieval.text_terms import sentence_spans, terms
 
 __all__ = ["NO_MATCH_ANSWER", "Answer", "extractive_answer", "sentence_spans", "terms"]
 
 NO_MATCH_ANSWER = "No indexed passage matches the question."
-
-_BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
-_ABBREVIATION_WORDS = """e.g i.e etc al fig figs no nos vs dr mr mrs ms prof eq eqs ref refs sec tab
-vol pp ca approx inc ltd corp co jan feb mar apr jun jul aug sep sept oct nov dec u.s"""
-_ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-_STOPWORD_LIST = """a about above after again all also am an and any are as at be because been
-before being between both but by can could did do does doing down during each few for from further
-had has have having he her here hers him his how i if in into is it its itself just me more most my
-no nor not now of off on once only or other our ours out over own same she should so some such than
-that the their theirs them then there these they this those through to too under until up very was
-we were what when where which while who whom why will with would you your yours tell show give
-list describe explain many much per"""
-_STOPWORDS = frozenset(_STOPWORD_LIST.split())
 
 
 class Answer(NamedTuple):
@@ -50,58 +35,6 @@ class _Sentence:
     end: int
     text: str
     terms: frozenset[str]
-
-
-def _stem(token: str) -> str:
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
-    return token
-
-
-def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
-    """Normalised search terms: lower-cased, light plural stemming, numbers without separators,
-    CJK runs as character bigrams."""
-    out: list[str] = []
-    for token in _TOKEN.findall(text.lower()):
-        if token[0].isdigit():
-            out.append(token.replace(",", ""))
-        elif _CJK.search(token):
-            out.extend(token[i : i + 2] for i in range(max(1, len(token) - 1)))
-        elif keep_stopwords or token not in _STOPWORDS:
-            out.append(_stem(token))
-    return out
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the sentences (and lines) of `text`, trimmed of whitespace."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _BOUNDARY.finditer(text):
-        if match.group("end"):
-            if _is_abbreviation(text[start : match.start("end")]):
-                continue
-            end = match.end("end")
-        else:
-            end = match.end("cjk") if match.group("cjk") else match.start()
-        _add_span(spans, text, start, end)
-        start = match.end()
-    _add_span(spans, text, start, len(text))
-    return spans
-
-
-def _is_abbreviation(before: str) -> bool:
-    word = before.rsplit(None, 1)[-1].lstrip("([\"'").lower() if before.strip() else ""
-    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
-
-
-def _add_span(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
-    piece = text[start:end]
-    stripped = piece.strip()
-    if any(ch.isalnum() for ch in stripped):
-        lead = len(piece) - len(piece.lstrip())
-        spans.append((start + lead, start + lead + len(stripped)))
 
 
 def _candidates(hits: Sequence[ScoredChunk]) -> list[_Sentence]:
@@ -153,58 +86,27 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def _columns(lines: Sequence[ChunkLine]) -> list[BBox]:
-    """Boxes of runs of lines that stay in one column (a jump up or sideways starts a new one)."""
-    boxes: list[BBox] = []
-    for line in lines:
-        x0, y0, x1, _ = line.bbox
-        if boxes:
-            bx0, _, bx1, by1 = boxes[-1]
-            if x0 < bx1 and x1 > bx0 and y0 >= by1 - (line.bbox[3] - y0):
-                boxes[-1] = union_bbox([boxes[-1], line.bbox])
-                continue
-        boxes.append(line.bbox)
-    return boxes
-
-
-def _fmt(boxes: Sequence[BBox]) -> str:
-    return ";".join(",".join(f"{v:.1f}" for v in box) for box in boxes)
-
-
 def _citation(n: int, hit: ScoredChunk, chosen: list[_Sentence]) -> Citation:
     chunk = hit.chunk
     spans = [(s.start, s.end) for s in chosen]
     lines = [ln for ln in chunk.lines if any(ln.start < e and ln.end > s for s, e in spans)]
-    pages: dict[int, list[ChunkLine]] = {}
-    for line in lines:
-        pages.setdefault(line.page, []).append(line)
-    if pages:
-        regions = [
-            Region(page=p, bbox=union_bbox([ln.bbox for ln in ls])) for p, ls in pages.items()
-        ]
-        page = regions[0].page
-        highlight = _fmt(_columns(pages[page]))
-    else:  # a chunk without lines: the best we can point at is its first region
-        regions = [chunk.regions[0]]
-        page = chunk.page
-        highlight = _fmt([regions[0].bbox])
+    where = locate(chunk, lines)
     quote_text = chosen[0].text
     for before, s in pairwise(chosen):
         gap = chunk.text[before.end : s.start]
         quote_text += (" " if not gap.strip() else " … ") + s.text
-    base = f"/documents/{quote(chunk.doc_id, safe='')}/pages/{page}"
     return Citation(
         n=n,
         doc_id=chunk.doc_id,
         source=chunk.source,
-        page=page,
-        bbox=regions[0].bbox,
-        regions=regions,
+        page=where.page,
+        bbox=where.bbox,
+        regions=where.regions,
         quote=quote_text,
         score=hit.score,
-        page_image_url=f"{base}.png",
-        highlight_url=f"{base}.png?highlight={highlight}",
-        viewer_url=f"{base}/view?highlight={highlight}",
+        page_image_url=f"{where.page_url(chunk.doc_id)}.png",
+        highlight_url=where.highlight_url(chunk.doc_id),
+        viewer_url=where.viewer_url(chunk.doc_id),
     )
 
 

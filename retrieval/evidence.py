@@ -1,0 +1,106 @@
+"""Evidence below the chunk: which lines of a chunk support a claim, and where they are.
+
+A claim is an answer sentence, or the question itself when the answer is extracted. Lines are
+scored by the claim terms they hold, weighted by how rare each term is among the chunk's lines
+(numbers weigh more); the best line, the lines of its sentence and neighbours that score nearly as
+well are the evidence. Their boxes are merged per page (one region per page) and per column
+(the highlight drawn on a page image).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from retrieval.schema import BBox, Chunk, ChunkLine, Region, union_bbox
+from retrieval.text_terms import sentence_spans, terms
+
+__all__ = ["Evidence", "locate", "supporting_lines"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where some lines of a chunk are: a region per page, and column boxes on the first page."""
+
+    page: int
+    bbox: BBox
+    regions: list[Region]
+    highlight: list[BBox]
+
+    def page_url(self, doc_id: str) -> str:
+        return f"/documents/{quote(doc_id, safe='')}/pages/{self.page}"
+
+    def highlight_param(self) -> str:
+        return ";".join(",".join(f"{v:.1f}" for v in box) for box in self.highlight)
+
+    def highlight_url(self, doc_id: str) -> str:
+        return f"{self.page_url(doc_id)}.png?highlight={self.highlight_param()}"
+
+    def viewer_url(self, doc_id: str) -> str:
+        return f"{self.page_url(doc_id)}/view?highlight={self.highlight_param()}"
+
+
+def _columns(lines: Sequence[ChunkLine]) -> list[BBox]:
+    """Boxes of runs of lines that stay in one column (a jump up or sideways starts a new one)."""
+    boxes: list[BBox] = []
+    for line in lines:
+        x0, y0, x1, _ = line.bbox
+        if boxes:
+            bx0, _, bx1, by1 = boxes[-1]
+            if x0 < bx1 and x1 > bx0 and y0 >= by1 - (line.bbox[3] - y0):
+                boxes[-1] = union_bbox([boxes[-1], line.bbox])
+                continue
+        boxes.append(line.bbox)
+    return boxes
+
+
+def locate(chunk: Chunk, lines: Sequence[ChunkLine]) -> Evidence:
+    """The regions of `lines` (one per page, in order) and the highlight on the first page; a
+    chunk's first region when no line is given (a chunk without lines)."""
+    pages: dict[int, list[ChunkLine]] = {}
+    for line in lines:
+        pages.setdefault(line.page, []).append(line)
+    if not pages:
+        region = chunk.regions[0]
+        return Evidence(region.page, region.bbox, [region], [region.bbox])
+    regions = [Region(page=p, bbox=union_bbox([ln.bbox for ln in ls])) for p, ls in pages.items()]
+    first = regions[0]
+    return Evidence(first.page, first.bbox, regions, _columns(pages[first.page]))
+
+
+def supporting_lines(chunk: Chunk, claim: str, *, near: float = 0.6) -> list[ChunkLine]:
+    """The lines of `chunk` that best support `claim`: the best-scoring line, the other lines of
+    its sentence, and adjacent lines scoring at least `near` times as much. Empty when no line
+    shares a term with the claim."""
+    if not chunk.lines:
+        return []
+    wanted = set(terms(claim)) or set(terms(claim, keep_stopwords=True))
+    line_terms = [set(terms(chunk.text[ln.start : ln.end])) for ln in chunk.lines]
+    if not wanted:
+        return []
+    df = Counter(t for ts in line_terms for t in ts & wanted)
+    n = len(chunk.lines)
+
+    def weight(term: str) -> float:
+        idf = math.log(1.0 + (n - df[term] + 0.5) / (df[term] + 0.5))
+        return idf * (1.5 if term[0].isdigit() else 1.0)
+
+    scores = [sum(weight(t) for t in ts & wanted) for ts in line_terms]
+    best = max(range(n), key=lambda i: scores[i])
+    if scores[best] <= 0:
+        return []
+    chosen = {best}
+    line = chunk.lines[best]
+    for start, end in sentence_spans(chunk.text):
+        if start < line.end and end > line.start:
+            chosen |= {i for i, ln in enumerate(chunk.lines) if ln.start < end and ln.end > start}
+            break
+    for step in (-1, 1):
+        i = (min(chosen) if step < 0 else max(chosen)) + step
+        while 0 <= i < n and scores[i] >= near * scores[best]:
+            chosen.add(i)
+            i += step
+    return [chunk.lines[i] for i in sorted(chosen)]

@@ -1,0 +1,76 @@
+"""Terms and sentences of passage text, as the extractive answer and evidence localisation see
+them: lower-cased words with light plural stemming, numbers without separators, CJK runs as
+character pairs; sentences cut at end punctuation (not after common abbreviations) and newlines."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["sentence_spans", "terms"]
+
+_BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
+_ABBREVIATION_WORDS = """e.g i.e etc al fig figs no nos vs dr mr mrs ms prof eq eqs ref refs sec tab
+vol pp ca approx inc ltd corp co jan feb mar apr jun jul aug sep sept oct nov dec u.s"""
+_ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_STOPWORD_LIST = """a about above after again all also am an and any are as at be because been
+before being between both but by can could did do does doing down during each few for from further
+had has have having he her here hers him his how i if in into is it its itself just me more most my
+no nor not now of off on once only or other our ours out over own same she should so some such than
+that the their theirs them then there these they this those through to too under until up very was
+we were what when where which while who whom why will with would you your yours tell show give
+list describe explain many much per"""
+_STOPWORDS = frozenset(_STOPWORD_LIST.split())
+
+
+def _stem(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Normalised search terms: lower-cased, light plural stemming, numbers without separators,
+    CJK runs as character bigrams."""
+    out: list[str] = []
+    for token in _TOKEN.findall(text.lower()):
+        if token[0].isdigit():
+            out.append(token.replace(",", ""))
+        elif _CJK.search(token):
+            out.extend(token[i : i + 2] for i in range(max(1, len(token) - 1)))
+        elif keep_stopwords or token not in _STOPWORDS:
+            out.append(_stem(token))
+    return out
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences (and lines) of `text`, trimmed of whitespace."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        if match.group("end"):
+            if _is_abbreviation(text[start : match.start("end")]):
+                continue
+            end = match.end("end")
+        else:
+            end = match.end("cjk") if match.group("cjk") else match.start()
+        _add_span(spans, text, start, end)
+        start = match.end()
+    _add_span(spans, text, start, len(text))
+    return spans
+
+
+def _is_abbreviation(before: str) -> bool:
+    word = before.rsplit(None, 1)[-1].lstrip("([\"'").lower() if before.strip() else ""
+    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+
+
+def _add_span(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
+    piece = text[start:end]
+    stripped = piece.strip()
+    if any(ch.isalnum() for ch in stripped):
+        lead = len(piece) - len(piece.lstrip())
+        spans.append((start + lead, start + lead + len(stripped)))
