@@ -1,10 +1,10 @@
 """Ingestion with the ledger: speed cold and warm, re-scan cost, memory by page count, crashes.
 
-    python -m eval.ingest_ledger speed  [--data ../shared/data] [--limit 4]
+    python -m eval.ingest_ledger speed  [--data ../shared/data] [--smallest 6]
     python -m eval.ingest_ledger rescan [--files 5000]
     python -m eval.ingest_ledger memory [--pages 100 500 1000]
-    python -m eval.ingest_ledger batch  [--chunks 256]
-    python -m eval.ingest_ledger crash  [--kills 10] [--limit 2]
+    python -m eval.ingest_ledger batch  [--chunks 128]
+    python -m eval.ingest_ledger crash  [--kills 10] [--smallest 2]
 
 All runs read the text layer (FOLIO_OCR=never), as the issue-2 figures did, with the packaged
 all-MiniLM-L6-v2 loaded before timing starts. Each prints a markdown table and its command.
@@ -32,12 +32,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 FINANCEBENCH = ("financebench", "pdfs")
 
 
-def _financebench(data: Path, limit: int) -> list[Path]:
+def _financebench(data: Path, smallest: int = 0) -> list[Path]:
+    """The FinanceBench dev PDFs, or the `smallest` N of them by size (in name order)."""
     folder = data.joinpath(*FINANCEBENCH)
     if not folder.exists():
         raise SystemExit(f"skipped: {folder} not found (the benchmark reads ../shared/data)")
     pdfs = sorted(folder.glob("*.pdf"))
-    return pdfs[:limit] if limit else pdfs
+    if smallest:
+        pdfs = sorted(sorted(pdfs, key=lambda p: p.stat().st_size)[:smallest])
+    return pdfs
 
 
 def _linked_folder(pdfs: list[Path], work: Path) -> Path:
@@ -99,21 +102,24 @@ def _fresh_index(data_dir: Path, *, keep_embeddings: bool) -> None:
 
 
 def speed(args: argparse.Namespace) -> None:
-    pdfs = _financebench(args.data, args.limit)
+    pdfs = _financebench(args.data, args.smallest)
     rows = []
     with tempfile.TemporaryDirectory(prefix="folio-ledger-") as tmp:
         work = Path(tmp)
         folder = _linked_folder(pdfs, work)
-        thread = _ingest(folder, work / "thread", processes=0)
-        rows.append(("cold, extraction in a thread", thread))
+        # process, thread, process: the machine's load drifts, so the thread run is bracketed
         data_dir = work / "process"
         rows.append(("cold, extraction in a worker process", _ingest(folder, data_dir, 1)))
+        thread = _ingest(folder, work / "thread", processes=0)
+        rows.append(("cold, extraction in a thread", thread))
+        second = _ingest(folder, work / "process2", processes=1)
+        rows.append(("cold, extraction in a worker process (again)", second))
+        _fresh_index(data_dir, keep_embeddings=True)
+        rows.append(("page + embedding caches warm (new index)", _ingest(folder, data_dir, 1)))
         _fresh_index(data_dir, keep_embeddings=False)
         rows.append(
             ("page cache warm (new index)", _ingest(folder, data_dir, 1, embed_cache=False))
         )
-        _fresh_index(data_dir, keep_embeddings=True)
-        rows.append(("page + embedding caches warm (new index)", _ingest(folder, data_dir, 1)))
         services = _services(data_dir)
         try:
             rescans = []
@@ -221,7 +227,7 @@ def _child(args: argparse.Namespace) -> None:
 
 
 def memory(args: argparse.Namespace) -> None:
-    source = _financebench(args.data, 0)
+    source = _financebench(args.data)
     filing = next(p for p in source if p.name == args.source)
     print(f"Peak RSS, one PDF made of {filing.name}'s pages repeated\n")
     print("| pages | windowed ingest: main MB | worker MB | chunks | s | whole document MB |")
@@ -250,7 +256,7 @@ def batch(args: argparse.Namespace) -> None:
     from ocr_engine.options import ExtractOptions, OcrMode
     from retrieval.embedder import SentenceTransformerEmbedder
 
-    filing = next(p for p in _financebench(args.data, 0) if p.name == args.source)
+    filing = next(p for p in _financebench(args.data) if p.name == args.source)
     probe = SentenceTransformerEmbedder()
     document = extract_document(filing, options=ExtractOptions(ocr=OcrMode.never))
     texts = [c.embed_text for c in chunk_document(document, count_tokens=probe.count_tokens)]
@@ -268,8 +274,7 @@ def crash(args: argparse.Namespace) -> None:
     """`folio ingest` SIGKILLed at random moments, then run to the end; compared to a clean run."""
     from tests.crash_driver import snapshot
 
-    pdfs = _financebench(args.data, 0)
-    pdfs = sorted(pdfs, key=lambda p: p.stat().st_size)[: args.limit]
+    pdfs = _financebench(args.data, args.smallest)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="folio-crash-") as tmp:
         work = Path(tmp)
@@ -324,19 +329,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     sub = parser.add_subparsers(dest="command")
     p = sub.add_parser("speed")
-    p.add_argument("--limit", type=int, default=4, help="first N FinanceBench PDFs by name")
+    p.add_argument("--smallest", type=int, default=6, help="the N smallest PDFs (0: all 31)")
     p = sub.add_parser("rescan")
     p.add_argument("--files", type=int, nargs="+", default=[100, 1000, 5000])
     p = sub.add_parser("memory")
     p.add_argument("--pages", type=int, nargs="+", default=[100, 500, 1000])
     p.add_argument("--source", default="3M_2018_10K.pdf")
     p = sub.add_parser("batch")
-    p.add_argument("--chunks", type=int, default=256)
-    p.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64, 128])
+    p.add_argument("--chunks", type=int, default=128)
+    p.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64])
     p.add_argument("--source", default="3M_2018_10K.pdf")
     p = sub.add_parser("crash")
     p.add_argument("--kills", type=int, default=10)
-    p.add_argument("--limit", type=int, default=2, help="the N smallest FinanceBench PDFs")
+    p.add_argument("--smallest", type=int, default=2, help="the N smallest PDFs")
     p.add_argument("--seed", type=int, default=7)
     p = sub.add_parser("_child")
     p.add_argument("mode", choices=["windowed", "whole"])
@@ -350,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     commands.update(crash=crash, _child=_child)
     commands[args.command](args)
     if args.command != "_child":
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"\nload average at the end (1, 5, 15 min): {load} on {os.cpu_count()} cores")
         shown = " ".join(given or ["speed"])
         print(f"\n`python -m eval.ingest_ledger {shown}` ({time.perf_counter() - started:.0f} s)")
     return 0

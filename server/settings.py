@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     max_tokens: int = Field(default=256, ge=32, le=512, description="chunk size bound, in tokens")
-    embed_batch_size: int = Field(default=32, ge=1, le=1024)
+    embed_batch_size: int = Field(default=16, ge=1, le=1024)  # measured: docs/benchmarks.md
     render_dpi: int = Field(default=110, ge=36, le=300)
     max_render_dpi: int = Field(default=300, ge=36, le=600)
     render_cache_pages: int = Field(default=64, ge=0)
