@@ -135,11 +135,12 @@ def _middle_rows(image: np.ndarray, box: Box) -> tuple[int, int]:
 
 
 def _blank_run(image: np.ndarray, box: Box, estimate: float) -> tuple[float, float]:
-    """The widest ink-free run of pixel columns within a line height of `estimate` inside `box`
-    (so that a cut never goes through a glyph), as (start, end); `estimate` twice when none."""
-    height = box[3] - box[1]
-    left = int(max(estimate - height, box[0], 0))
-    right = int(min(estimate + height, box[2], image.shape[1]))
+    """The ink-free run of pixel columns inside `box`, within half a line height of `estimate`,
+    that is widest and nearest to it (so that a cut never goes through a glyph), as
+    (start, end); `estimate` twice when there is none."""
+    reach = (box[3] - box[1]) / 2
+    left = int(max(estimate - reach, box[0], 0))
+    right = int(min(estimate + reach, box[2], image.shape[1]))
     top, bottom = _middle_rows(image, box)
     if right - left < 3 or bottom - top < 3:
         return estimate, estimate
@@ -153,7 +154,7 @@ def _blank_run(image: np.ndarray, box: Box, estimate: float) -> tuple[float, flo
             run_start = x
         elif not free and run_start is not None:
             centre = left + (run_start + x) / 2
-            score = (x - run_start) - 0.05 * abs(centre - estimate)
+            score = (x - run_start) - 0.3 * abs(centre - estimate)  # near the estimate wins
             if best is None or score > best[0]:
                 best = (score, left + run_start, left + x)
             run_start = None
@@ -385,7 +386,7 @@ class RapidOCREngine:
         result = models.cls([self._crop(image, q) for q in sample])
         flipped = sum(score for label, score in result.cls_res if "180" in label)
         upright = sum(score for label, score in result.cls_res if "180" not in label)
-        return flipped > upright
+        return flipped > 1.5 * upright  # flipped pages vote ~10:1, upright ones at most ~1:2
 
     def _recognise(self, models: _Models, image: np.ndarray, quads: list[Quad]) -> list[OcrLine]:
         from rapidocr.ch_ppocr_rec import TextRecInput
