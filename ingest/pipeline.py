@@ -462,6 +462,8 @@ class Ingestor:
         reason = f"no text could be read from its {doc.pages} page(s)"
         if doc.unread:
             reason += f": image-only or scanned pages ({self._ocr_note()})"
+        else:
+            reason += f" ({self._ocr_note()})"
         if doc.page_errors:
             reason += "; " + "; ".join(doc.page_errors[:3])
         if doc.warnings:

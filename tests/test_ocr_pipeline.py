@@ -1,0 +1,117 @@
+"""Scanned pages through the whole pipeline: routed to OCR, read, indexed, searchable, recorded."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from ocr_engine.schema import PageStatus
+from retrieval.schema import QueryRequest
+from server.services import Services, build_services
+from server.settings import Settings
+from tests.ocr_simulator import OcrSimulator
+from tests.pdfgen import FACTS, fact_pdf
+
+TITLE, SECTIONS = FACTS["bakery.pdf"]
+
+
+def scanned(text_pdf: bytes, *, keep_text_pages: tuple[int, ...] = ()) -> bytes:
+    """The PDF with every page (but those kept) replaced by a picture of it, as a scanner makes."""
+    source = pymupdf.open(stream=text_pdf, filetype="pdf")
+    out = pymupdf.open()
+    for index, page in enumerate(source):
+        if index + 1 in keep_text_pages:
+            out.insert_pdf(source, from_page=index, to_page=index)
+            continue
+        pix = page.get_pixmap(dpi=150)
+        out.new_page(width=page.rect.width, height=page.rect.height).insert_image(
+            page.rect, pixmap=pix
+        )
+    data = out.tobytes()
+    out.close()
+    source.close()
+    return data
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[OcrSimulator]:
+    with OcrSimulator(capacity=8) as sim:
+        yield sim
+
+
+def _services(data_dir: Path, **settings: object) -> Services:
+    return build_services(Settings(data_dir=data_dir, extract_processes=0, **settings))
+
+
+def _ingest(services: Services, path: Path) -> None:
+    (result,) = services.sync.ingest_paths([path])
+    assert result.status in ("ok", "partial"), result.error
+
+
+def _best(services: Services, question: str) -> tuple[str, int, str]:
+    response = services.retriever.query(QueryRequest(question=question, top_k=3))
+    hit = response.hits[0]
+    return hit.source, hit.page, hit.text
+
+
+def test_scanned_pages_are_read_by_the_endpoint_and_text_pages_by_the_text_layer(
+    tmp_path: Path, simulator: OcrSimulator
+) -> None:
+    text_pdf = fact_pdf(TITLE, SECTIONS, filler_pages=1)
+    scan = scanned(text_pdf, keep_text_pages=(2,))
+    simulator.register_pdf(scan, text_source=text_pdf)
+    path = tmp_path / "bakery scan.pdf"
+    path.write_bytes(scan)
+    services = _services(tmp_path / "data", ocr_url=[simulator.url])
+    try:
+        _ingest(services, path)
+        source, page, text = _best(services, "What flour is the sourdough starter fed with?")
+        record = services.ledger.documents()[0]
+        document = services.files.load_document(record.doc_id)
+    finally:
+        services.close()
+    assert (source, page) == ("bakery scan.pdf", 1) and "rye flour" in text
+    first, second = document.pages
+    assert first.engine.name == "vllm" and first.status is PageStatus.ok
+    assert first.route == "no text layer"
+    assert second.engine.name == "pymupdf" and second.route == "text layer"
+    assert any("rye flour" in line.text for b in first.blocks for line in b.lines)
+
+
+def test_dead_endpoint_falls_back_to_cpu_ocr_and_says_so(tmp_path: Path) -> None:
+    scan = scanned(fact_pdf(TITLE, SECTIONS, filler_pages=0))
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(scan)
+    services = _services(tmp_path / "data", ocr_url=[closed_port_url()])
+    try:
+        _ingest(services, path)
+        source, page, text = _best(services, "deck oven preheated temperature")
+        document = services.files.load_document(services.ledger.documents()[0].doc_id)
+    finally:
+        services.close()
+    (only,) = document.pages
+    assert only.status is PageStatus.fallback and only.engine.name == "rapidocr"
+    assert [e.code for e in only.errors][:1] == ["endpoint_unavailable"]
+    assert (source, page) == ("scan.pdf", 1) and "250" in text
+
+
+def test_without_ocr_a_scan_fails_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(scanned(fact_pdf(TITLE, SECTIONS, filler_pages=0)))
+    services = _services(tmp_path / "data", ocr="never")
+    try:
+        (result,) = services.sync.ingest_paths([path])
+    finally:
+        services.close()
+    assert result.status == "failed" and result.error is not None and "OCR" in result.error
