@@ -17,12 +17,36 @@ DataDir = Annotated[
     Path | None,
     typer.Option("--data-dir", help="where the index and documents live [env FOLIO_DATA_DIR]"),
 ]
+Ocr = Annotated[
+    str | None,
+    typer.Option(
+        "--ocr",
+        help="auto: OCR pages without a trustworthy text layer; always; never [env FOLIO_OCR]",
+    ),
+]
+OcrUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--ocr-url",
+        help="OpenAI-compatible OCR endpoints (vLLM + DeepSeek-OCR), comma-separated; "
+        "none: CPU OCR [env FOLIO_OCR_URL]",
+    ),
+]
 
 
 def _settings(**overrides: Any) -> Any:
+    """Settings from the environment with the command line's values on top; exits on bad ones."""
+    from pydantic import ValidationError
+
     from server.settings import Settings
 
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "settings"
+            typer.echo(f"error: {where}: {error['msg']}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _open_services(settings: Any) -> Any:
@@ -33,11 +57,13 @@ def _open_services(settings: Any) -> Any:
     try:
         return build_services(settings)
     except StoreError as exc:
-        typer.echo(
-            f"error: {exc}\nOnly one folio process can open an index: stop `folio serve` on "
-            f"{settings.data_dir}, or use its HTTP API / watched folder instead.",
-            err=True,
-        )
+        hint = ""
+        if settings.qdrant_url is None:
+            hint = (
+                f"\nOnly one folio process can open an embedded index: stop `folio serve` on "
+                f"{settings.data_dir}, or use its HTTP API / watched folder instead."
+            )
+        typer.echo(f"error: {exc}{hint}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -54,13 +80,18 @@ def extract(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="the PDF to read")],
     out: Annotated[Path | None, typer.Option("--out", help="write the JSON here")] = None,
     password: Annotated[str | None, typer.Option(help="password of an encrypted PDF")] = None,
+    ocr: Ocr = None,
+    ocr_url: OcrUrl = None,
 ) -> None:
     """Write the structured document JSON of FILE (stdout unless --out)."""
     from ocr_engine.errors import BadInputError
     from ocr_engine.extract import extract_document
 
+    options = _settings(ocr=ocr, ocr_url=ocr_url).extract_options()
     try:
-        document = extract_document(file.read_bytes(), source=file.name, password=password)
+        document = extract_document(
+            file.read_bytes(), source=file.name, password=password, options=options
+        )
     except BadInputError as exc:
         typer.echo(f"{file.name}: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -146,6 +177,8 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (walked for *.pdf)")],
     data_dir: DataDir = None,
     force: Annotated[bool, typer.Option(help="process again files already indexed")] = False,
+    ocr: Ocr = None,
+    ocr_url: OcrUrl = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Bring the index in line with folders and files: new and changed PDFs are ingested,
@@ -157,7 +190,7 @@ def ingest(
     present = [p for p in paths if p.exists()]
     if not present:
         raise typer.Exit(1)
-    services = _open_services(_settings(data_dir=data_dir))
+    services = _open_services(_settings(data_dir=data_dir, ocr=ocr, ocr_url=ocr_url))
     started = time.perf_counter()
     try:
         services.sync.recover()
@@ -269,6 +302,8 @@ def serve(
     watch: Annotated[Path | None, typer.Option("--watch", help="folder to ingest from")] = None,
     host: Annotated[str | None, typer.Option(help="[env FOLIO_HOST, default 127.0.0.1]")] = None,
     port: Annotated[int | None, typer.Option(help="[env FOLIO_PORT, default 8000]")] = None,
+    ocr: Ocr = None,
+    ocr_url: OcrUrl = None,
 ) -> None:
     """Run the API (and the folder watcher with --watch)."""
     import uvicorn
@@ -276,7 +311,9 @@ def serve(
     from server.app import create_app
 
     _setup_logging(True)
-    settings = _settings(data_dir=data_dir, watch_dir=watch, host=host, port=port)
+    settings = _settings(
+        data_dir=data_dir, watch_dir=watch, host=host, port=port, ocr=ocr, ocr_url=ocr_url
+    )
     services = _open_services(settings)
     services.embedder.embed_query("warm up")
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,3 +116,20 @@ def test_without_ocr_a_scan_fails_with_the_reason(tmp_path: Path) -> None:
     finally:
         services.close()
     assert result.status == "failed" and result.error is not None and "OCR" in result.error
+
+
+def test_cli_ocr_flag_routes_pages_and_refuses_unknown_modes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from server.cli import app
+
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(scanned(fact_pdf(TITLE, SECTIONS, filler_pages=0)))
+    runner = CliRunner()
+    bad = runner.invoke(app, ["extract", str(path), "--ocr", "sometimes"])
+    assert bad.exit_code == 2 and "ocr" in bad.output and "'never'" in bad.output
+    out = tmp_path / "scan.json"
+    never = runner.invoke(app, ["extract", str(path), "--ocr", "never", "--out", str(out)])
+    assert never.exit_code == 0, never.output
+    page = json.loads(out.read_text())["pages"][0]
+    assert page["engine"]["name"] == "pymupdf" and page["blocks"] == []
