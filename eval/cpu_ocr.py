@@ -6,8 +6,10 @@
 Pages: the human gold text of ``scanned/tesseract_test`` (lossless PDF wraps of the TIFFs, and
 the two rotated phototest PNGs); Docling's ``ocr_test`` scan upright and with /Rotate 90, 180,
 270 against its ground-truth text; ``olmocr_gnarly/edgar_image.pdf`` against the text layer of
-``edgar.pdf``, and ``edgar-rotated90.pdf`` (the born-digital page with /Rotate 90, read by OCR
-on purpose) against the same text. Every engine reads the same render (``--dpi``, the engine's
+``edgar.pdf`` (in its content-stream order: the page is a Wikipedia article with an infobox, so
+any reading order differs from it somewhere; word recall is the fairer measure there), and
+``edgar-rotated90.pdf`` (the born-digital page with /Rotate 90, read by OCR on purpose) against
+the same text. Every engine reads the same render (``--dpi``, the engine's
 pixel cap). Character accuracy is 1 - Levenshtein distance / max(length) on whitespace-normalised
 text, so reading order counts; word recall (the share of gold words found, as a multiset) does not.
 Seconds per page: folio = ``extract_page`` (render, detect, orient, recognise, layout); stock
@@ -125,7 +127,7 @@ def cases(data: Path) -> list[Case]:
     gnarly = data / "scanned" / "olmocr_gnarly"
     if (gnarly / "edgar.pdf").exists():
         with pymupdf.open(gnarly / "edgar.pdf") as doc:
-            truth = doc[0].get_text(sort=True)
+            truth = doc[0].get_text()  # the producer's (HTML) order: infobox, article, URL
         for name in ("edgar_image", "edgar-rotated90"):
             if (gnarly / f"{name}.pdf").exists():
                 out.append(Case(name, gnarly / f"{name}.pdf", truth))

@@ -27,6 +27,7 @@ __all__ = ["OcrLine", "group_paragraphs", "gutter_cuts", "layout_page"]
 
 PARA_GAP = 0.75  # a vertical gap above this many line heights starts a new paragraph
 HEIGHT_RATIO = 1.5  # lines whose box heights differ more belong to different blocks
+SMALL = 0.9  # lines lower than this share of the body line height are small print
 INDENT = 0.5  # an indent of this many line heights starts a paragraph (boxes are inked)
 
 
@@ -198,7 +199,44 @@ def layout_page(
         x0, y0, x1, y1 = block.bbox
         if x1 - x0 > 4 * margin:
             block.box = (x0 + margin, y0, x1 - margin, y1)
-    ordered = reading_order(blocks)
+    ordered = _order(blocks, body)
     for block in ordered:
         block.box = None
+    return ordered
+
+
+def _is_aside(block: LayoutBlock, body: float) -> bool:
+    """A few lines of smaller text (a caption, a footnote) that may sit across a column gutter."""
+    if block.type in (BlockType.page_header, BlockType.page_footer) or len(block.lines) > 6:
+        return False
+    height = statistics.median(ln.bbox[3] - ln.bbox[1] for ln in block.lines)
+    return height < SMALL * body
+
+
+def _order(blocks: list[LayoutBlock], body: float) -> list[LayoutBlock]:
+    """XY-cut order of the body text; small-text asides (which would hide the gutters between
+    columns) go before the nearest block below them that they overlap, or else after the
+    nearest one above."""
+    asides = [b for b in blocks if _is_aside(b, body)]
+    if not asides or len(asides) == len(blocks):
+        return reading_order(blocks)
+    ordered = reading_order([b for b in blocks if not _is_aside(b, body)])
+    for aside in sorted(asides, key=lambda b: (b.bbox[1], b.bbox[0])):
+        box = aside.bbox
+        below = [
+            (item.bbox[1], index)
+            for index, item in enumerate(ordered)
+            if item.bbox[1] >= box[1] and _x_overlap(item.bbox, box) > 0
+        ]
+        above = [
+            (item.bbox[3], index)
+            for index, item in enumerate(ordered)
+            if item.bbox[1] < box[1] and _x_overlap(item.bbox, box) > 0
+        ]
+        if below:
+            ordered.insert(min(below)[1], aside)
+        elif above:
+            ordered.insert(max(above)[1] + 1, aside)
+        else:
+            ordered.append(aside)
     return ordered
