@@ -11,6 +11,7 @@ COMMANDS: dict[str, str] = {
     "extraction": "eval.extraction",
     "financebench": "eval.financebench",
     "ingest_speed": "eval.ingest_speed",
+    "ocr_routing": "eval.ocr_routing",
     "ocr_parser": "eval.ocr_parser",
     "ocr_throughput": "eval.ocr_throughput",
     "ingest_ledger": "eval.ingest_ledger",
