@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -19,18 +19,12 @@ from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
 from retrieval.schema import QueryRequest, QueryResponse
 from retrieval.search import InvalidQueryError
+from server.deps import ApiError, Svc, error_response, record_or_404
+from server.documents_api import router as documents_router
 from server.pages import PageOutOfRangeError, PageRenderer, parse_highlight
 from server.services import Services
 
 log = logging.getLogger(__name__)
-
-
-class ApiError(Exception):
-    """An error answered with the one JSON error shape: {"error": {"code", "message"}}."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 class DocumentDetail(DocumentRecord):
@@ -41,18 +35,6 @@ class Health(BaseModel):
     status: str
     documents: int
     points: int
-
-
-def get_services(request: Request) -> Services:
-    svc: Services = request.app.state.services
-    return svc
-
-
-Svc = Annotated[Services, Depends(get_services)]
-
-
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
 def create_app(services: Services, *, watch: bool = True) -> FastAPI:
@@ -85,26 +67,23 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
     app.state.services = services
+    app.include_router(documents_router)
 
     @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.code, exc.message)
+    async def _apierror_response(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()))
-        return _error(422, "invalid_request", f"{where}: {first.get('msg', 'invalid request')}")
+        return error_response(
+            422, "invalid_request", f"{where}: {first.get('msg', 'invalid request')}"
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, "http_error", str(exc.detail))
-
-    def record_or_404(svc: Services, doc_id: str) -> DocumentRecord:
-        try:
-            return svc.ledger.get(doc_id)
-        except UnknownDocumentError:
-            raise ApiError(404, "unknown_document", f"no document with id {doc_id!r}") from None
+        return error_response(exc.status_code, "http_error", str(exc.detail))
 
     def page_or_404(record: DocumentRecord, n: int) -> DocumentRecord:
         if not 1 <= n <= record.pages:

@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FOLIO_", extra="ignore")
 
     data_dir: Path = Path("./data")
+    max_upload_mb: int = Field(default=512, ge=1, le=65536, description="POST /documents limit")
     watch_dir: Path | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
