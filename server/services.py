@@ -18,6 +18,8 @@ from retrieval.search import Retriever
 from retrieval.store import VectorStore
 from server.settings import Settings
 
+VLLM_WAVES_PER_WINDOW = 8
+
 
 @dataclass
 class Services:
@@ -54,9 +56,14 @@ def open_store(settings: Settings, dim: int) -> VectorStore:
 
 
 def ingest_options(settings: Settings) -> IngestOptions:
+    extract = settings.extract_options()
+    window = IngestOptions().window
+    if extract.vllm is not None:  # whole waves of requests: the endpoint idles between windows
+        window = max(window, VLLM_WAVES_PER_WINDOW * extract.vllm.max_in_flight)
     return IngestOptions(
         max_tokens=settings.max_tokens,
-        extract=settings.extract_options(),
+        extract=extract,
+        window=window,
         extract_processes=settings.extract_processes,
         passwords_file=settings.passwords_file or settings.data_dir / PASSWORDS_FILE,
     )
