@@ -71,12 +71,21 @@ def _doc_ids(store: Any) -> dict[str, str]:
     return found
 
 
+def _boxes(citation: Any, page: int) -> list[tuple[float, float, float, float]]:
+    """The boxes a citation marks on `page`: those drawn by its highlight URL on its own page,
+    its region on the other pages it spans."""
+    if page == citation.page and "highlight=" in citation.highlight_url:
+        drawn = citation.highlight_url.split("highlight=", 1)[1]
+        return [tuple(float(v) for v in box.split(",")) for box in drawn.split(";")]  # type: ignore[misc]
+    return [r.bbox for r in citation.regions if r.page == page]
+
+
 def _cited_ok(citation: Any, case: Case, pdf: Path) -> bool | None:
     """Whether the citation's boxes on a gold page hold gold evidence; None when on none."""
     for region in citation.regions:
         if region.page not in case.pages:
             continue
-        text = boxed_text(pdf, region.page, [region.bbox])
+        text = boxed_text(pdf, region.page, _boxes(citation, region.page))
         return any(evidence_overlap(text, ev) for p, ev in case.evidence if p == region.page)
     return None
 

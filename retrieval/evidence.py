@@ -44,13 +44,16 @@ class Evidence:
 
 
 def _columns(lines: Sequence[ChunkLine]) -> list[BBox]:
-    """Boxes of runs of lines that stay in one column (a jump up or sideways starts a new one)."""
+    """Boxes of runs of lines that follow each other in one column: a jump up or sideways, or a
+    gap of more than a line, starts a new box (so the lines skipped in between stay unmarked)."""
     boxes: list[BBox] = []
     for line in lines:
-        x0, y0, x1, _ = line.bbox
+        x0, y0, x1, y1 = line.bbox
+        height = y1 - y0
         if boxes:
             bx0, _, bx1, by1 = boxes[-1]
-            if x0 < bx1 and x1 > bx0 and y0 >= by1 - (line.bbox[3] - y0):
+            below = by1 - height <= y0 <= by1 + 1.5 * height
+            if x0 < bx1 and x1 > bx0 and below:
                 boxes[-1] = union_bbox([boxes[-1], line.bbox])
                 continue
         boxes.append(line.bbox)
