@@ -178,7 +178,7 @@ def test_retriever_answers_with_cited_hits(
     chunks = chunk_document(doc, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens)
     with EdgeStore(tmp_path / "index", embedder.dim) as store:
         store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
-        retriever = Retriever(embedder, store)
+        retriever = Retriever(embedder, store, page_hits=False)  # every chunk is on page 1
         response = retriever.query(QueryRequest(question="How many employees are there?", top_k=2))
         assert len(response.hits) == 2
         top = response.hits[0]
