@@ -50,6 +50,7 @@ class IngestOptions(BaseModel):
     )
     extract_processes: int = Field(default=1, ge=0, le=8, description="0: a thread instead")
     prefetch: int = Field(default=2, ge=1, description="windows waiting between two stages")
+    index_slice: int = Field(default=256, ge=1, description="points written to the index at once")
     passwords_file: Path | None = None
     limits: PdfLimits = Field(default_factory=PdfLimits)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)

@@ -44,6 +44,7 @@ from ingest.records import (
     UnknownDocumentError,
     Versions,
 )
+from ingest.staging import ChunkStaging
 from ocr_engine.extract import mark_repeated_furniture
 from ocr_engine.options import OcrMode
 from ocr_engine.reader import engine_key
@@ -72,8 +73,7 @@ class _Doc:
     started: float
     attempt: int = 0
     pages: int = 0
-    chunks: list[Chunk] = field(default_factory=list)
-    vectors: list[np.ndarray] = field(default_factory=list)
+    staging: ChunkStaging | None = None
     page_errors: list[str] = field(default_factory=list)
     unread: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -89,6 +89,10 @@ class _Doc:
     @property
     def doc_id(self) -> str:
         return self.record.doc_id
+
+    @property
+    def chunks(self) -> int:
+        return self.staging.count if self.staging is not None else 0
 
 
 @dataclass
@@ -346,8 +350,9 @@ class Ingestor:
                 began = time.perf_counter()
                 vectors = self._vectors(doc, [c.embed_text for c in part])
                 doc.embed_s += time.perf_counter() - began
-                doc.chunks.extend(part)
-                doc.vectors.append(vectors)
+                if doc.staging is None:
+                    doc.staging = ChunkStaging(self.files.root.parent, doc.doc_id, vectors.shape[1])
+                doc.staging.add(part, vectors)
                 reached = max(r.page for c in part for r in c.regions)
                 self._progress(doc, min(reached, batch.last_page))
             self._progress(doc, batch.last_page)
@@ -383,14 +388,13 @@ class Ingestor:
     # indexer thread: points, files, ledger ----------------------------------------------------
 
     def _finish(self, doc: _Doc) -> FileResult:
-        if doc.error is None and not doc.chunks:
+        if doc.error is None and doc.chunks == 0:
             doc.error = NoTextError(self._no_text_reason(doc))
         if doc.error is not None:
             return self._failed(doc, doc.error)
         try:
-            vectors = np.concatenate(doc.vectors)
             began = time.perf_counter()
-            self.store.replace_document(doc.doc_id, doc.chunks, vectors)
+            self._write_points(doc)
             index_s = time.perf_counter() - began
             assert doc.writer is not None
             doc.writer.commit()
@@ -406,7 +410,7 @@ class Ingestor:
             doc.doc_id,
             status,
             pages=doc.pages,
-            chunks=len(doc.chunks),
+            chunks=doc.chunks,
             errors=errors,
             timings=timings,
             versions=Versions(
@@ -423,16 +427,38 @@ class Ingestor:
             status=FileStatus(status.value),
             doc_id=doc.doc_id,
             pages=doc.pages,
-            chunks=len(doc.chunks),
+            chunks=doc.chunks,
             error="; ".join(errors) or None,
             seconds=timings.total_s,
         )
         self._emit(EventKind.finished, doc, status=status, done=doc.pages, error=result.error)
-        doc.chunks, doc.vectors = [], []
+        self._discard(doc)
         return result
+
+    def _write_points(self, doc: _Doc) -> None:
+        """The staged chunks into the index: one `replace_document` when they fit one slice;
+        else the document's old points (if any) go and the slices follow, a few seconds apart."""
+        assert doc.staging is not None
+        size = self.options.index_slice
+        slices = doc.staging.slices(size)
+        chunks, vectors = next(slices)
+        if doc.staging.count <= size:
+            self.store.replace_document(doc.doc_id, chunks, vectors)
+            return
+        if self.store.count(doc.doc_id):
+            self.store.delete_document(doc.doc_id)
+        self.store.upsert(chunks, vectors)
+        for chunks, vectors in slices:
+            self.store.upsert(chunks, vectors)
+
+    @staticmethod
+    def _discard(doc: _Doc) -> None:
+        if doc.staging is not None:
+            doc.staging.remove()
 
     def _failed(self, doc: _Doc, exc: BaseException) -> FileResult:
         kind, reason = classify(exc)
+        self._discard(doc)
         if doc.writer is not None:
             doc.writer.abort()
         retry_at = self.options.retry.retry_at(kind, doc.attempt, time.time())
@@ -507,7 +533,7 @@ class Ingestor:
                 pages_done=done,
                 pages_total=doc.pages,
                 pages_per_s=round(done / elapsed, 3) if done and elapsed > 0 else None,
-                chunks=len(doc.chunks),
+                chunks=doc.chunks,
                 error=error,
             )
         )

@@ -28,6 +28,7 @@ from ingest.page_cache import SqlitePageCache
 from ingest.passwords import fingerprint
 from ingest.pipeline import FileResult, FileStatus, Ingestor
 from ingest.records import INDEXED, DocStatus, DocumentRecord
+from ingest.staging import clear_staging
 from retrieval.store import VectorStore
 
 __all__ = ["RecoveryReport", "ScanReport", "Sync", "find_pdfs", "is_pdf_name"]
@@ -139,6 +140,7 @@ class Sync:
         with self._lock:
             report = RecoveryReport(interrupted=self.ledger.reset_interrupted())
             self.files.sweep_temporary()
+            clear_staging(self.files.root.parent)
             in_index = self.store.doc_ids()
             indexed = {r.doc_id: r.chunks for r in self.ledger.documents(INDEXED)}
             for doc_id in in_index:

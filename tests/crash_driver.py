@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         recovered = services.sync.recover()
+        print("ready", flush=True)  # started up: the test times its kills from here
         results = services.sync.ingest_paths([args.folder])
     finally:
         services.close()

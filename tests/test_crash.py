@@ -66,35 +66,44 @@ def _command(data_dir: Path, folder: Path) -> list[str]:
     return [sys.executable, "-m", "tests.crash_driver", str(data_dir), str(folder)]
 
 
-def _run(data_dir: Path, folder: Path, mark: str) -> float:
-    started = time.monotonic()
-    done = subprocess.run(
-        _command(data_dir, folder),
-        env=_env(mark),
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return time.monotonic() - started
-
-
-def _kill_at(data_dir: Path, folder: Path, mark: str, after: float) -> bool:
-    """Run and SIGKILL after `after` seconds; True when the kill came before the run ended."""
+def _start(data_dir: Path, folder: Path, mark: str) -> tuple[subprocess.Popen[str], float]:
+    """A run, once it has started up (the driver says `ready`); and when that was."""
     proc = subprocess.Popen(
         _command(data_dir, folder),
         env=_env(mark),
         cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip() == "ready", f"the driver did not start: {line!r}"
+    return proc, time.monotonic()
+
+
+def _run(data_dir: Path, folder: Path, mark: str) -> float:
+    """A run to its end; the seconds it spent after starting up."""
+    proc, ready = _start(data_dir, folder, mark)
+    assert proc.stdout is not None
+    with proc.stdout:
+        proc.stdout.read()
+    assert proc.wait(timeout=300) == 0
+    return time.monotonic() - ready
+
+
+def _kill_at(data_dir: Path, folder: Path, mark: str, after: float) -> bool:
+    """SIGKILL a run `after` seconds after it started up; True when it had not ended by then."""
+    proc, _ = _start(data_dir, folder, mark)
     try:
         proc.wait(timeout=after)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         return True
+    finally:
+        assert proc.stdout is not None
+        proc.stdout.close()
     return False
 
 
@@ -141,7 +150,7 @@ def test_killed_ingests_end_with_exactly_the_points_of_a_clean_run(tmp_path: Pat
         expected = snapshot(clean)
         assert expected["total"] > 0 and expected["points"]
         for _ in range(KILLS_PER_PHASE):
-            after = rng.uniform(0.3, seconds)
+            after = rng.uniform(0.0, seconds)
             if _kill_at(crashed, folder, mark, after):
                 kills.append(round(after, 2))
                 interrupted += bool(_half_done(crashed))

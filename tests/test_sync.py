@@ -278,7 +278,7 @@ def flowing_pdf(pages: int) -> bytes:
 def test_windows_give_the_chunks_and_json_of_the_whole_document(tmp_path: Path) -> None:
     pdf = tmp_path / "long.pdf"
     pdf.write_bytes(flowing_pdf(10))
-    svc = make_services(tmp_path / "data", window=3, extract_window=2)
+    svc = make_services(tmp_path / "data", window=3, extract_window=2, index_slice=2)
     try:
         [result] = svc.sync.ingest_paths([pdf])
         assert result.status is FileStatus.ok and result.pages == 10
@@ -291,6 +291,9 @@ def test_windows_give_the_chunks_and_json_of_the_whole_document(tmp_path: Path) 
         stored = svc.files.load_document(doc_id)
         assert stored.page_count == 10 and stored.pages == whole.pages
         assert [p.number for p in svc.ledger.pages(doc_id)] == list(range(1, 11))
+        assert not list((svc.settings.data_dir / "staging").iterdir()), "staging is cleaned up"
+        [again] = svc.sync.ingest_paths([pdf], force=True)  # points written in slices again
+        assert again.chunks == result.chunks == svc.store.count(doc_id)
     finally:
         svc.close()
 
