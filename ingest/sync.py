@@ -173,23 +173,25 @@ class Sync:
         top = os.path.abspath(root)
         found: dict[str, tuple[int, int]] = {}
         _walk(top, found)
-        with self._lock:
-            report = ScanReport(root=top, files=len(found))
-            known = self.ledger.path_stats(top)
-            stale = time.time() - _SEEN_EVERY_S
-            seen = []
-            unchanged = 0
-            for path, stat in sorted(found.items()):
-                record = known.get(path)
-                if record is not None and record[1:3] == stat:
-                    unchanged += 1
-                    if record[3] < stale:
-                        seen.append(path)
-                else:
-                    self._link(path, *stat, settle, report)
-            report.unchanged = unchanged
-            gone = [path for path in known if path not in found]
-            self._unlink(gone, report)
+        report = ScanReport(root=top, files=len(found))
+        known = self.ledger.path_stats(top)
+        stale = time.time() - _SEEN_EVERY_S
+        seen = []
+        hashed: list[tuple[str, str, int, int]] = []
+        unchanged = 0
+        for path, (size, mtime_ns) in sorted(found.items()):
+            record = known.get(path)
+            if record is not None and record[1:3] == (size, mtime_ns):
+                unchanged += 1
+                if record[3] < stale:
+                    seen.append(path)
+            elif (doc_id := self._hash(path, size, mtime_ns, settle, report)) is not None:
+                hashed.append((path, doc_id, size, mtime_ns))
+        report.unchanged = unchanged
+        with self._lock:  # hashing is done: the lock is held for ledger writes only
+            for path, doc_id, size, mtime_ns in hashed:
+                self._record_link(path, doc_id, size, mtime_ns, report)
+            self._unlink([path for path in known if path not in found], report)
             self.ledger.touch(seen)
             self._finish_scan(report)
         report.seconds = time.perf_counter() - started
@@ -198,49 +200,59 @@ class Sync:
     def add_files(self, paths: Sequence[Path]) -> ScanReport:
         """Record files given one by one (no folder is scanned; a missing one is unlinked)."""
         started = time.perf_counter()
+        report = ScanReport(root="", files=len(paths))
+        hashed: list[tuple[str, str, int, int]] = []
+        missing: list[str] = []
+        for given in paths:
+            path = os.path.abspath(given)
+            try:
+                stat = os.stat(path)
+            except FileNotFoundError:
+                missing.append(path)
+                continue
+            except OSError:
+                report.unreadable.append(path)
+                continue
+            record = self.ledger.path_record(path)
+            current = (stat.st_size, stat.st_mtime_ns)
+            if record is not None and (record.size, record.mtime_ns) == current:
+                report.unchanged += 1
+            elif (doc_id := self._hash(path, *current, 0.0, report)) is not None:
+                hashed.append((path, doc_id, *current))
         with self._lock:
-            report = ScanReport(root="", files=len(paths))
-            for given in paths:
-                path = os.path.abspath(given)
-                try:
-                    stat = os.stat(path)
-                except FileNotFoundError:
-                    self._unlink([path], report)
-                    continue
-                except OSError:
-                    report.unreadable.append(path)
-                    continue
-                record = self.ledger.path_record(path)
-                if record is not None and (record.size, record.mtime_ns) == (
-                    stat.st_size,
-                    stat.st_mtime_ns,
-                ):
-                    report.unchanged += 1
-                    continue
-                self._link(path, stat.st_size, stat.st_mtime_ns, 0.0, report)
+            for path, doc_id, size, mtime_ns in hashed:
+                self._record_link(path, doc_id, size, mtime_ns, report)
+            self._unlink(missing, report)
             self._finish_scan(report)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _link(self, path: str, size: int, mtime_ns: int, settle: float, report: ScanReport) -> None:
-        age = time.time() - mtime_ns / 1e9
-        if settle > 0 and age < settle:
+    def _hash(
+        self, path: str, size: int, mtime_ns: int, settle: float, report: ScanReport
+    ) -> str | None:
+        """The doc_id of a settled file, or None (unsettled or unreadable, noted in `report`)."""
+        if settle > 0 and time.time() - mtime_ns / 1e9 < settle:
             report.unsettled.append(path)
             at = mtime_ns / 1e9 + settle
             report.settle_at = min(at, report.settle_at or at)
-            return
+            return None
         try:
             doc_id = file_sha256(Path(path))
             stat = os.stat(path)
         except OSError as exc:
             log.info("cannot read %s: %s", path, exc)
             report.unreadable.append(path)
-            return
+            return None
         if (stat.st_size, stat.st_mtime_ns) != (size, mtime_ns):  # written while hashed
             report.unsettled.append(path)
             report.settle_at = time.time() + max(settle, 0.5)
-            return
+            return None
         report.hashed += 1
+        return doc_id
+
+    def _record_link(
+        self, path: str, doc_id: str, size: int, mtime_ns: int, report: ScanReport
+    ) -> None:
         result = self.ledger.link(path, doc_id, size, mtime_ns)
         name = os.path.basename(path)
         if result.kind is LinkKind.new:
