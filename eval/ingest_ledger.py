@@ -316,7 +316,7 @@ def crash(args: argparse.Namespace) -> None:
             return time.perf_counter() - started
 
         clean = run(work / "clean")
-        kills = []
+        kills: list[float] = []
         interrupted = 0
         while len(kills) < args.kills:
             after = rng.uniform(2.0, clean / 3)  # a run does at most a third of the work
