@@ -319,7 +319,7 @@ def crash(args: argparse.Namespace) -> None:
         kills: list[float] = []
         interrupted = 0
         while len(kills) < args.kills:
-            after = rng.uniform(2.0, clean / 3)  # a run does at most a third of the work
+            after = rng.uniform(2.0, clean / 2)  # a run does at most half of the work
             proc = subprocess.Popen(
                 [*folio, str(work / "crashed")],
                 env=env,
@@ -352,8 +352,8 @@ def crash(args: argparse.Namespace) -> None:
         f"| {len(kills)} | {len(docs)} | {expected['total']} | {got['total']} | {doc_mismatch} "
         f"| {point_mismatch} |"
     )
-    print(f"\nkills at (s): {', '.join(f'{k:.1f}' for k in kills)}; {interrupted} of them left")
-    print("a document half processed (the others came while the model loaded or between files)")
+    print(f"\nkills at (s after start): {', '.join(f'{k:.1f}' for k in kills)}; {interrupted} of")
+    print("them left a document `processing` in the ledger")
 
 
 def main(argv: list[str] | None = None) -> int:
