@@ -138,10 +138,6 @@ class Ledger:
             return int(self._rows("SELECT count(*) FROM documents")[0][0])
         return int(self._rows("SELECT count(*) FROM documents WHERE status = ?", (status,))[0][0])
 
-    def statuses(self) -> dict[str, DocStatus]:
-        """doc_id -> status, without building records (for reconciliation)."""
-        return {d: DocStatus(s) for d, s in self._rows("SELECT doc_id, status FROM documents")}
-
     def _documents(self, where: str, args: Sequence[Any]) -> list[DocumentRecord]:
         with self._lock:
             rows = self._db.execute(
@@ -511,10 +507,3 @@ class Ledger:
             (doc_id, doc_id),
         )
         return bool(rows) and not rows[0][0] and not rows[0][1]
-
-    def replaced_by(self, doc_id: str) -> list[str]:
-        """Older versions waiting for `doc_id` to be indexed."""
-        return [
-            r[0]
-            for r in self._rows("SELECT doc_id FROM documents WHERE replaced_by = ?", (doc_id,))
-        ]

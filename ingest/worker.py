@@ -25,7 +25,6 @@ class IngestWorker:
         self.poll_s = poll_s
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._idle = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -35,7 +34,6 @@ class IngestWorker:
 
     def wake(self) -> None:
         """There may be new work."""
-        self._idle.clear()
         self._wake.set()
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -44,10 +42,6 @@ class IngestWorker:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
-
-    def wait_idle(self, timeout: float) -> bool:
-        """True once nothing is due (for tests and orderly shutdowns)."""
-        return self._idle.wait(timeout)
 
     def _timeout(self) -> float:
         at = self.sync.ledger.next_retry_at()
@@ -68,5 +62,3 @@ class IngestWorker:
                 self._stop.wait(5.0)
                 self._wake.set()
                 continue
-            if not self._wake.is_set():
-                self._idle.set()
