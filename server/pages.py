@@ -69,6 +69,10 @@ class PageRenderer:
                 self._cache.popitem(last=False)
         return image
 
+    def image(self, pdf: Path, number: int, dpi: int) -> Image.Image:
+        """The plain render of page `number`, shared with the cache: copy it before drawing."""
+        return self._base(pdf, number, dpi)
+
     def render_png(self, pdf: Path, number: int, dpi: int, highlights: list[BBox]) -> bytes:
         image = self._base(pdf, number, dpi)
         if highlights:

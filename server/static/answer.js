@@ -1,0 +1,209 @@
+// Asking: POST /query/stream (tokens, then citations, then the whole response) when the server
+// has it, POST /query otherwise; the answer's [n] markers link to their sources, and each source
+// shows a crop of the cited region.
+
+import { ApiError, describe, errorFrom, imageUrl, readEvents, request } from "./api.js";
+import { el, setText } from "./dom.js";
+import { openCitation } from "./viewer.js";
+
+const $ = (id) => document.getElementById(id);
+const MARKER = /\[(\d+)\]/g;
+
+let current = null; // the AbortController of the question being answered
+let cropUrls = [];
+let shownKey = ""; // which citations the list shows, so a repeat does not fetch crops again
+
+function enc(value) {
+  return encodeURIComponent(value);
+}
+
+function cropPath(citation) {
+  const bbox = citation.bbox.map((v) => Number(v).toFixed(1)).join(",");
+  const highlight = new URL(citation.highlight_url, window.location.origin).searchParams.get(
+    "highlight",
+  );
+  const path = `/documents/${enc(citation.doc_id)}/pages/${citation.page}/crop.png`;
+  return `${path}?bbox=${enc(bbox)}${highlight ? `&highlight=${enc(highlight)}` : ""}`;
+}
+
+/** The answer text as text nodes, each known [n] a link that opens its source on the page. */
+function renderAnswerText(text, citations) {
+  const byN = new Map(citations.map((c) => [c.n, c]));
+  const parts = [];
+  let last = 0;
+  for (const match of text.matchAll(MARKER)) {
+    const citation = byN.get(Number(match[1]));
+    if (!citation) continue;
+    parts.push(text.slice(last, match.index));
+    parts.push(
+      el(
+        "a",
+        {
+          href: `#cite-${citation.n}`,
+          class: "marker",
+          "aria-label": `Source ${citation.n}: ${citation.source}, page ${citation.page}`,
+          onclick: (event) => {
+            event.preventDefault();
+            openCitation(citation);
+          },
+        },
+        `[${citation.n}]`,
+      ),
+    );
+    last = match.index + match[0].length;
+  }
+  parts.push(text.slice(last));
+  $("answer-text").replaceChildren(...parts.filter((p) => p !== ""));
+}
+
+function supportNote(citation) {
+  const support = citation.support || citation.verdict;
+  if (!support) return null;
+  const label = typeof support === "string" ? support : support.verdict || support.label;
+  return label ? el("span", { class: `support support-${label}` }, String(label)) : null;
+}
+
+function citationItem(citation, signal) {
+  const where = `${citation.source}, page ${citation.page}`;
+  const crop = el("img", { class: "crop", alt: `The cited region of ${where}` });
+  const open = () => openCitation(citation);
+  const item = el(
+    "li",
+    { class: "citation", id: `cite-${citation.n}`, "data-n": citation.n },
+    el(
+      "button",
+      {
+        type: "button",
+        class: "crop-button",
+        "aria-label": `Open ${where} with the cited region highlighted`,
+        onclick: open,
+      },
+      el("span", { class: "n", "aria-hidden": "true" }, `[${citation.n}]`),
+      crop,
+    ),
+    el(
+      "div",
+      { class: "cite-meta" },
+      el("span", { class: "source" }, citation.source),
+      el("span", { class: "page" }, `page ${citation.page}`),
+      supportNote(citation),
+      el("button", { type: "button", class: "quiet open-page", onclick: open }, "Show on page"),
+    ),
+    el("blockquote", { class: "quote" }, citation.quote),
+  );
+  imageUrl(cropPath(citation), signal)
+    .then((url) => {
+      if (signal.aborted) {
+        URL.revokeObjectURL(url);
+        return;
+      }
+      cropUrls.push(url);
+      crop.src = url;
+    })
+    .catch((error) => {
+      if (error.name === "AbortError") return;
+      crop.replaceWith(el("p", { class: "error" }, `No crop: ${describe(error)}`));
+    });
+  return item;
+}
+
+function citationsKey(citations) {
+  return JSON.stringify(citations.map((c) => [c.n, c.doc_id, c.page, c.bbox, c.quote]));
+}
+
+function renderCitations(citations, signal) {
+  const key = citationsKey(citations);
+  if (key === shownKey && citations.length) return;
+  shownKey = key;
+  for (const url of cropUrls) URL.revokeObjectURL(url);
+  cropUrls = [];
+  $("citations").replaceChildren(...citations.map((c) => citationItem(c, signal)));
+}
+
+function startAnswer() {
+  $("answer").hidden = false;
+  $("answer-text").replaceChildren();
+  renderCitations([], new AbortController().signal);
+}
+
+async function streamAnswer(response, signal) {
+  let text = "";
+  let citations = [];
+  for await (const message of readEvents(response)) {
+    const data = JSON.parse(message.data);
+    if (message.event === "token") {
+      text += data.text || "";
+      renderAnswerText(text, citations);
+    } else if (message.event === "citations") {
+      citations = data.citations || [];
+      renderCitations(citations, signal);
+      renderAnswerText(text, citations);
+    } else if (message.event === "done") {
+      return data;
+    } else if (message.event === "error") {
+      const error = data.error || {};
+      throw new ApiError(500, error.code || "error", error.message || "The answer failed.");
+    }
+  }
+  if (text) return { answer: text, citations };
+  throw new ApiError(502, "stream_ended", "The answer stream ended early.");
+}
+
+function showResponse(result, signal) {
+  const citations = result.citations || [];
+  renderCitations(citations, signal);
+  renderAnswerText(result.answer || "", citations);
+  const count = citations.length;
+  setText($("ask-status"), count ? `Answered from ${count} source${count === 1 ? "" : "s"}.` : "");
+}
+
+async function ask(question, topK) {
+  if (current) current.abort();
+  const controller = new AbortController();
+  current = controller;
+  const { signal } = controller;
+  const init = {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ question, top_k: topK }),
+    signal,
+  };
+  setText($("ask-status"), "Searching…");
+  $("ask-button").disabled = true;
+  startAnswer();
+  try {
+    let response = await request("/query/stream", {
+      ...init,
+      headers: { ...init.headers, Accept: "text/event-stream" },
+    });
+    if (response.status === 404 || response.status === 405) {
+      response = await request("/query", init);
+    }
+    if (!response.ok) throw await errorFrom(response);
+    const type = response.headers.get("Content-Type") || "";
+    if (type.startsWith("text/event-stream")) {
+      setText($("ask-status"), "Answering…");
+      showResponse(await streamAnswer(response, signal), signal);
+    } else {
+      showResponse(await response.json(), signal);
+    }
+  } catch (error) {
+    if (error.name === "AbortError") return;
+    $("answer-text").replaceChildren(el("span", { class: "error" }, describe(error)));
+    setText($("ask-status"), "The question could not be answered.");
+  } finally {
+    if (current === controller) {
+      $("ask-button").disabled = false;
+      current = null;
+    }
+  }
+}
+
+export function setupAsk() {
+  $("ask-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const question = $("question").value.trim();
+    const topK = Math.min(20, Math.max(1, Number($("top-k").value) || 5));
+    if (question) ask(question, topK);
+  });
+}

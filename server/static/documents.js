@@ -1,0 +1,332 @@
+// The documents list: GET /documents, then live ingestion events from GET /events (read with
+// fetch so the key can be sent); per-page records on demand; drag-and-drop upload.
+
+import { apiKey, describe, errorFrom, getJson, promptKey, readEvents, request } from "./api.js";
+import { el, plural, setText } from "./dom.js";
+import { forgetDocument } from "./viewer.js";
+
+const $ = (id) => document.getElementById(id);
+const docs = new Map(); // doc_id -> {record, progress, row}
+const DONE = new Set(["ok", "partial", "failed"]);
+const STATUS_WORDS = {
+  queued: "Queued",
+  processing: "Reading",
+  ok: "Ready",
+  partial: "Partly read",
+  failed: "Failed",
+};
+
+let eventsController = null;
+
+function enc(value) {
+  return encodeURIComponent(value);
+}
+
+function progressText(record, progress) {
+  if (record.status === "processing") {
+    const total = progress.total || record.pages;
+    const done = progress.done ?? record.pages_done;
+    const verb = progress.stage === "embed" ? "Indexing" : "Reading";
+    if (!total) return `${verb}…`;
+    const rate = progress.rate ? ` · ${progress.rate.toFixed(1)} pages/s` : "";
+    return `${verb} page ${Math.min(done, total)} of ${total}${rate}`;
+  }
+  if (record.status === "queued") return "Waiting to be read";
+  const pages = record.pages ? plural(record.pages, "page") : "";
+  const chunks = record.chunks ? plural(record.chunks, "chunk") : "";
+  return [pages, chunks].filter(Boolean).join(" · ");
+}
+
+function pagesTable(detail) {
+  const rows = (detail.page_summaries || []).map((p) =>
+    el(
+      "tr",
+      {},
+      el("th", { scope: "row" }, String(p.number)),
+      el("td", {}, p.status),
+      el("td", {}, [p.engine && p.engine.name, p.engine && p.engine.model].filter(Boolean).join(" ")),
+      el("td", {}, p.route || ""),
+      el("td", {}, (p.errors || []).join("; ")),
+    ),
+  );
+  if (!rows.length) return el("p", { class: "muted" }, "No page has been read yet.");
+  return el(
+    "table",
+    { class: "pages" },
+    el("caption", { class: "visually-hidden" }, `Pages of ${detail.source}`),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        ...["Page", "Status", "Engine", "Route", "Errors"].map((h) => el("th", { scope: "col" }, h)),
+      ),
+    ),
+    el("tbody", {}, ...rows),
+  );
+}
+
+async function loadPages(entry) {
+  const box = entry.row.querySelector(".page-list");
+  try {
+    const detail = await getJson(`/documents/${enc(entry.record.doc_id)}`);
+    box.replaceChildren(pagesTable(detail));
+  } catch (error) {
+    box.replaceChildren(el("p", { class: "error" }, describe(error)));
+  }
+}
+
+async function remove(entry) {
+  const { doc_id: docId, source } = entry.record;
+  if (!window.confirm(`Remove ${source} and its index entries?`)) return;
+  try {
+    const response = await request(`/documents/${enc(docId)}`, { method: "DELETE" });
+    if (!response.ok && response.status !== 404) throw await errorFrom(response);
+    dropDocument(docId);
+  } catch (error) {
+    setText($("docs-status"), `${source} could not be removed: ${describe(error)}`);
+  }
+}
+
+function makeRow(entry) {
+  const details = el(
+    "details",
+    { class: "page-details" },
+    el("summary", {}, "Pages"),
+    el("div", { class: "page-list" }, "Loading…"),
+  );
+  details.addEventListener("toggle", () => details.open && loadPages(entry));
+  const row = el(
+    "li",
+    { class: "doc", "data-doc-id": entry.record.doc_id },
+    el(
+      "div",
+      { class: "doc-head" },
+      el("span", { class: "doc-name" }),
+      el("span", { class: "badge" }),
+      el("button", { type: "button", class: "quiet remove", onclick: () => remove(entry) }, "Remove"),
+    ),
+    el("progress", { max: 1, value: 0 }),
+    el("p", { class: "doc-progress" }),
+    el("p", { class: "error doc-errors", hidden: true }),
+    details,
+  );
+  return row;
+}
+
+function paint(entry) {
+  const { record, progress, row } = entry;
+  setText(row.querySelector(".doc-name"), record.source);
+  const badge = row.querySelector(".badge");
+  setText(badge, STATUS_WORDS[record.status] || record.status);
+  badge.className = `badge status-${record.status}`;
+  row.dataset.status = record.status;
+  row.querySelector(".remove").setAttribute("aria-label", `Remove ${record.source}`);
+  const bar = row.querySelector("progress");
+  const total = progress.total || record.pages;
+  const done = DONE.has(record.status) ? total : (progress.done ?? record.pages_done);
+  bar.hidden = record.status !== "processing" && record.status !== "queued";
+  if (record.status === "queued" || !total) bar.removeAttribute("value");
+  else {
+    bar.max = total;
+    bar.value = Math.min(done, total);
+  }
+  bar.setAttribute("aria-label", `Progress of ${record.source}`);
+  setText(row.querySelector(".doc-progress"), progressText(record, progress));
+  const errors = row.querySelector(".doc-errors");
+  setText(errors, (record.errors || []).join("; "));
+  errors.hidden = !(record.errors || []).length;
+  const details = row.querySelector("details");
+  if (details.open && DONE.has(record.status)) loadPages(entry);
+}
+
+function upsert(record, { progress } = {}) {
+  let entry = docs.get(record.doc_id);
+  if (!entry) {
+    entry = { record, progress: {}, row: null };
+    entry.row = makeRow(entry);
+    docs.set(record.doc_id, entry);
+    $("documents").prepend(entry.row);
+  } else {
+    entry.record = { ...entry.record, ...record };
+  }
+  if (progress) entry.progress = progress;
+  paint(entry);
+  showEmpty();
+  return entry;
+}
+
+function dropDocument(docId) {
+  const entry = docs.get(docId);
+  if (entry) entry.row.remove();
+  docs.delete(docId);
+  forgetDocument(docId);
+  showEmpty();
+}
+
+function showEmpty() {
+  setText($("docs-status"), docs.size ? "" : "No documents yet. Drop a PDF above to add one.");
+}
+
+function applyEvent(kind, event) {
+  const base = { doc_id: event.doc_id, source: event.source };
+  if (kind === "removed") return dropDocument(event.doc_id);
+  if (kind === "queued") return upsert({ ...base, status: "queued", errors: [] }, { progress: {} });
+  if (kind === "linked") return refreshOne(event.doc_id);
+  if (kind === "started") {
+    const progress = { stage: "extract", done: 0, total: event.pages_total };
+    return upsert({ ...base, status: "processing", pages: event.pages_total }, { progress });
+  }
+  if (kind === "progress") {
+    const progress = {
+      stage: event.stage,
+      done: event.pages_done,
+      total: event.pages_total,
+      rate: event.pages_per_s,
+    };
+    return upsert({ ...base, status: "processing" }, { progress });
+  }
+  if (kind === "finished") {
+    upsert(
+      {
+        ...base,
+        status: event.status,
+        pages: event.pages_total,
+        chunks: event.chunks,
+        errors: event.error ? [event.error] : [],
+      },
+      { progress: {} },
+    );
+    return refreshOne(event.doc_id);
+  }
+  return undefined;
+}
+
+async function refreshOne(docId) {
+  try {
+    const detail = await getJson(`/documents/${enc(docId)}`);
+    delete detail.page_summaries;
+    upsert(detail);
+  } catch (error) {
+    if (error.status === 404) dropDocument(docId);
+  }
+}
+
+async function loadAll() {
+  const records = await getJson("/documents");
+  const seen = new Set(records.map((r) => r.doc_id));
+  for (const docId of [...docs.keys()]) if (!seen.has(docId)) dropDocument(docId);
+  for (const record of records) upsert(record);
+  showEmpty();
+}
+
+/** Load the list, then follow /events; reconnect (and reload) when the stream drops. */
+async function follow() {
+  if (eventsController) eventsController.abort();
+  const controller = new AbortController();
+  eventsController = controller;
+  let wait = 1000;
+  while (!controller.signal.aborted) {
+    try {
+      await loadAll();
+      const response = await request("/events", { signal: controller.signal });
+      if (!response.ok) throw await errorFrom(response);
+      wait = 1000;
+      for await (const message of readEvents(response)) {
+        applyEvent(message.event, JSON.parse(message.data));
+      }
+    } catch (error) {
+      if (controller.signal.aborted) return;
+      if (error.status === 401) {
+        setText($("docs-status"), "The documents need an API key.");
+        return; // setting a key starts again
+      }
+      setText($("docs-status"), `Live updates paused: ${describe(error)}. Retrying…`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    wait = Math.min(wait * 2, 15000);
+  }
+}
+
+function uploadOne(file) {
+  const bar = el("progress", { max: 100, value: 0, "aria-label": `Upload of ${file.name}` });
+  const note = el("span", { class: "upload-note" }, "Uploading…");
+  const item = el("li", { class: "upload" }, el("span", { class: "upload-name" }, file.name), bar, note);
+  $("uploads").prepend(item);
+  const fail = (message) => {
+    item.classList.add("failed");
+    bar.hidden = true;
+    setText(note, message);
+  };
+  const send = () => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", "/documents");
+    const key = apiKey();
+    if (key) xhr.setRequestHeader("Authorization", `Bearer ${key}`);
+    xhr.upload.addEventListener("progress", (event) => {
+      if (event.lengthComputable) bar.value = Math.round((100 * event.loaded) / event.total);
+    });
+    xhr.addEventListener("error", () => fail("The upload did not reach the server."));
+    xhr.addEventListener("load", () => {
+      let body = null;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        body = null;
+      }
+      if (xhr.status === 401) {
+        const message = key ? "That API key was refused. Enter the right one." : undefined;
+        promptKey(message || "This server needs an API key.").then(send, () =>
+          fail("Not uploaded: an API key is needed."),
+        );
+        return;
+      }
+      if (xhr.status >= 200 && xhr.status < 300 && body) {
+        bar.hidden = true;
+        item.classList.add("done");
+        setText(note, body.duplicate ? "Already added" : "Uploaded; reading it now");
+        upsert({ doc_id: body.doc_id, source: body.source, status: body.status });
+        setTimeout(() => item.remove(), 8000);
+        return;
+      }
+      const error = body && body.error;
+      fail(error ? `${error.message} (${error.code})` : `Upload failed: HTTP ${xhr.status}`);
+    });
+    const form = new FormData();
+    form.append("file", file, file.name);
+    xhr.send(form);
+  };
+  send();
+}
+
+function uploadAll(files) {
+  for (const file of files) uploadOne(file);
+}
+
+export function setupDocuments() {
+  const drop = $("drop");
+  const input = $("file-input");
+  $("choose-files").addEventListener("click", () => input.click());
+  input.addEventListener("change", () => {
+    uploadAll([...input.files]);
+    input.value = "";
+  });
+  for (const name of ["dragenter", "dragover"]) {
+    drop.addEventListener(name, (event) => {
+      event.preventDefault();
+      drop.classList.add("over");
+    });
+  }
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (event) => {
+    event.preventDefault();
+    drop.classList.remove("over");
+    uploadAll([...(event.dataTransfer ? event.dataTransfer.files : [])]);
+  });
+  // a file dropped beside the zone must not navigate away from the page
+  window.addEventListener("dragover", (event) => event.preventDefault());
+  window.addEventListener("drop", (event) => event.preventDefault());
+  window.addEventListener("folio-key", () => follow());
+  follow();
+}

@@ -1,0 +1,36 @@
+// Building elements without innerHTML: every text the page shows goes in as a text node.
+
+/** `el("a", {href: "#x", class: "y", onclick: fn}, "text", child)`; null children are skipped. */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on") && typeof value === "function") {
+      node.addEventListener(name.slice(2), value);
+    } else if (name === "class") {
+      node.className = value;
+    } else if (value === true) {
+      node.setAttribute(name, "");
+    } else {
+      node.setAttribute(name, String(value));
+    }
+  }
+  append(node, children);
+  return node;
+}
+
+export function append(node, children) {
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+export function setText(node, text) {
+  node.textContent = text;
+}
+
+export function plural(n, one, many = `${one}s`) {
+  return `${n} ${n === 1 ? one : many}`;
+}
