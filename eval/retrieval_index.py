@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 _REPO = Path(__file__).resolve().parent.parent
 # the files whose contents change what an index holds: a change makes a new key (a new ingest)
-_SHAPING_SOURCES = ("ingest/chunker.py", "retrieval/sparse.py", "retrieval/schema.py")
+_SHAPING_SOURCES = ("ingest/chunker.py", "retrieval/sparse.py")
 _DONE = "bench-ingest.json"
 
 
@@ -38,7 +38,15 @@ class FolioIndex:
 
 def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str) -> str:
     sources = [_REPO / s for s in _SHAPING_SOURCES if (_REPO / s).exists()]
-    settings = {"ocr": ocr, "max_tokens": max_tokens, "model": model}
+    from retrieval.schema import Chunk
+
+    # the chunk model's schema, not its whole module: answers and API models live there too
+    settings = {
+        "ocr": ocr,
+        "max_tokens": max_tokens,
+        "model": model,
+        "chunk": Chunk.model_json_schema(),
+    }
     return f"{corpus}-{fingerprint(settings, sources)}"
 
 
