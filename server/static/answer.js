@@ -57,10 +57,14 @@ function renderAnswerText(text, citations) {
 }
 
 function supportNote(citation) {
-  const support = citation.support || citation.verdict;
-  if (!support) return null;
-  const label = typeof support === "string" ? support : support.verdict || support.label;
-  return label ? el("span", { class: `support support-${label}` }, String(label)) : null;
+  const verdict = citation.support && citation.support.verdict;
+  if (!verdict) return null;
+  const share = Math.round(100 * (citation.support.lexical || 0));
+  return el(
+    "span",
+    { class: `support support-${verdict}`, title: `${share}% of the claim's terms are in the source` },
+    verdict,
+  );
 }
 
 function citationItem(citation, signal) {
@@ -78,12 +82,12 @@ function citationItem(citation, signal) {
         "aria-label": `Open ${where} with the cited region highlighted`,
         onclick: open,
       },
-      el("span", { class: "n", "aria-hidden": "true" }, `[${citation.n}]`),
       crop,
     ),
     el(
       "div",
       { class: "cite-meta" },
+      el("span", { class: "n" }, `[${citation.n}]`),
       el("span", { class: "source" }, citation.source),
       el("span", { class: "page" }, `page ${citation.page}`),
       supportNote(citation),
@@ -154,7 +158,14 @@ function showResponse(result, signal) {
   renderCitations(citations, signal);
   renderAnswerText(result.answer || "", citations);
   const count = citations.length;
-  setText($("ask-status"), count ? `Answered from ${count} source${count === 1 ? "" : "s"}.` : "");
+  const from = count ? ` from ${count} source${count === 1 ? "" : "s"}` : "";
+  let note = count ? `Answered${from}.` : "";
+  if (result.mode === "generated") note = `Generated${from}; every marker was checked.`;
+  if (result.llm_error) {
+    const { code, message } = result.llm_error;
+    note = `The language model failed (${message}; ${code}): the answer is extracted${from}.`;
+  }
+  setText($("ask-status"), note);
 }
 
 async function ask(question, topK) {

@@ -285,7 +285,7 @@ function uploadOne(file) {
       if (xhr.status >= 200 && xhr.status < 300 && body) {
         bar.hidden = true;
         item.classList.add("done");
-        setText(note, body.duplicate ? "Already added" : "Uploaded; reading it now");
+        setText(note, body.duplicate ? "Already added" : "Uploaded");
         upsert({ doc_id: body.doc_id, source: body.source, status: body.status });
         setTimeout(() => item.remove(), 8000);
         return;

@@ -1,0 +1,345 @@
+"""The web page at `/`, end to end in headless Chromium (Playwright driving Debian's chromium).
+
+The real app and services serve on loopback; the page uploads a PDF by drag and drop, waits for
+it in the documents list, asks, shows the citation crop, and opens the page viewer, whose
+screenshot must show the highlight where the citation says. `FOLIO_SKIP_BROWSER=1` skips these
+tests; otherwise a missing chromium is a failure, not a skip. `FOLIO_SCREENSHOTS=DIR` keeps the
+screenshots.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from PIL import Image
+
+from ocr_engine.options import OcrMode
+from server.pages import parse_highlight
+from server.services import Services, build_services
+from server.settings import Settings
+from tests.fakes import HashEmbedder
+from tests.pdfgen import FACTS, fact_pdf, html_named_pdf
+from tests.test_e2e import LiveServer
+
+CHROMIUM = Path(os.environ.get("FOLIO_CHROMIUM", "/usr/bin/chromium"))
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+KEY = "page-test-key"
+QUESTION = "When did the Kelud volcano erupt?"
+PAGE_WIDTH_PT = 612  # tests.pdfgen pages are US Letter
+SLOW_MS = 120_000
+PDF_TYPE = "application/pdf"
+JSON_TYPE = "application/json"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium under Playwright; a missing browser fails unless FOLIO_SKIP_BROWSER=1."""
+    if os.environ.get("FOLIO_SKIP_BROWSER") == "1":
+        pytest.skip("FOLIO_SKIP_BROWSER=1: the headless Chromium tests of the web page are off")
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: the web page tests need Debian's chromium "
+            "(`apt-get install -y chromium`, which `make test` runs as root); "
+            "set FOLIO_SKIP_BROWSER=1 to skip them",
+            pytrace=False,
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is missing: pip install -e '.[dev]'", pytrace=False)
+    with sync_playwright() as playwright:
+        # launch() gives every run a fresh temporary profile (user-data dir) of its own
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    keep = os.environ.get("FOLIO_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        return Path(keep)
+    return tmp_path_factory.mktemp("shots")
+
+
+def _serve(root: Path, **settings: Any) -> Iterator[tuple[Services, str]]:
+    config = Settings(data_dir=root / "data", ocr=OcrMode.never, extract_processes=0, **settings)
+    services = build_services(config, embedder=HashEmbedder())
+    try:
+        with LiveServer(services) as server:
+            yield services, server.base_url
+    finally:
+        services.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, str]]:
+    yield from _serve(tmp_path_factory.mktemp("web"))
+
+
+@pytest.fixture(scope="module")
+def keyed_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, str]]:
+    yield from _serve(tmp_path_factory.mktemp("web-key"), api_key=KEY)
+
+
+def _open(browser: Any, base: str, width: int = 1280, height: int = 900) -> tuple[Any, list[str]]:
+    """A page in a fresh context (own storage) and the list its uncaught script errors go to."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{base}/")
+    return page, errors
+
+
+def _drop(page: Any, name: str, data: bytes) -> None:
+    """Drop a file on the upload zone as a person dragging it from their desktop would."""
+    transfer = page.evaluate_handle(
+        """([name, b64]) => {
+            const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+            const transfer = new DataTransfer();
+            transfer.items.add(new File([bytes], name, { type: "application/pdf" }));
+            return transfer;
+        }""",
+        [name, base64.b64encode(data).decode()],
+    )
+    page.dispatch_event("#drop", "dragenter", {"dataTransfer": transfer})
+    page.dispatch_event("#drop", "drop", {"dataTransfer": transfer})
+
+
+def _wait_image(page: Any, selector: str) -> None:
+    page.wait_for_function(
+        """(sel) => {
+            const img = document.querySelector(sel);
+            return img && img.src.startsWith("blob:") && img.complete && img.naturalWidth > 0;
+        }""",
+        arg=selector,
+    )
+
+
+def _is_highlight(rgb: Any) -> bool:
+    """server.pages' translucent yellow over white paper."""
+    r, g, b = rgb
+    return r >= 235 and 220 <= g <= 252 and 130 <= b <= 200
+
+
+def _highlight_share(shot: Image.Image, boxes: list[tuple[float, float, float, float]]) -> Any:
+    """(share of highlight pixels inside the boxes, share outside them) on a page screenshot."""
+    image = shot.convert("RGB")
+    inner = image.crop((1, 1, image.width - 1, image.height - 1))  # the img's 1px border
+    scale = inner.width / PAGE_WIDTH_PT
+    pixels = inner.load()
+    assert pixels is not None
+    scaled = [(x0 * scale, y0 * scale, x1 * scale, y1 * scale) for x0, y0, x1, y1 in boxes]
+    inside = inside_hits = outside = outside_hits = 0
+    for y in range(inner.height):
+        for x in range(inner.width):
+            hit = _is_highlight(pixels[x, y])
+            if any(a + 3 <= x <= c - 3 and b + 3 <= y <= d - 3 for a, b, c, d in scaled):
+                inside += 1
+                inside_hits += hit
+            elif not any(a - 6 <= x <= c + 6 and b - 6 <= y <= d + 6 for a, b, c, d in scaled):
+                outside += 1
+                outside_hits += hit
+    return inside_hits / max(inside, 1), outside_hits / max(outside, 1)
+
+
+def test_upload_ask_and_see_the_cited_region_highlighted(
+    browser: Any, site: tuple[Services, str], shots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    _services, base = site
+    title, sections = FACTS["volcano.pdf"]
+    page, errors = _open(browser, base)
+    expect(page.locator("#docs-status")).to_contain_text("No documents yet")
+
+    _drop(page, "notes.pdf", html_named_pdf())
+    expect(page.locator(".upload.failed")).to_contain_text("not a PDF (no %PDF- header)")
+    _drop(page, "kelud report.pdf", fact_pdf(title, sections))
+    row = page.locator("li.doc", has_text="kelud report.pdf")
+    expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
+    expect(row.locator(".doc-progress")).to_contain_text("2 pages")
+    row.locator("summary").click()
+    expect(row.locator("table.pages tbody tr")).to_have_count(2)
+
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(urlsplit(request.url).path))
+    page.fill("#question", QUESTION)
+    page.click("#ask-button")
+    expect(page.locator("#answer-text")).to_contain_text("February 2014", timeout=SLOW_MS)
+    assert "/query/stream" in asked and "/query" not in asked  # streamed
+    marker = page.locator("#answer-text a.marker").first
+    expect(marker).to_have_text("[1]")
+    citation = page.locator("#cite-1")
+    expect(citation).to_contain_text("kelud report.pdf")
+    expect(citation).to_contain_text("page 1")
+    expect(citation.locator(".quote")).to_contain_text("Kelud")
+    _wait_image(page, "#cite-1 img.crop")
+    crop_size = page.eval_on_selector(
+        "#cite-1 img.crop", "(img) => [img.naturalWidth, img.naturalHeight]"
+    )
+    page.screenshot(path=shots / "answer.png", full_page=True)
+
+    with httpx.Client(base_url=base, timeout=60) as client:
+        cited = client.post("/query", json={"question": QUESTION, "top_k": 5}).json()
+    first = cited["citations"][0]
+    boxes = parse_highlight(parse_qs(urlsplit(first["highlight_url"]).query)["highlight"][0])
+    x0, y0, x1, y1 = first["bbox"]
+    # the crop is the cited box and its 16pt margin at 144 dpi, not the page
+    assert abs(crop_size[0] - (x1 - x0 + 32) * 2) <= 4, crop_size
+    assert abs(crop_size[1] - (y1 - y0 + 32) * 2) <= 4, crop_size
+
+    page.set_viewport_size({"width": 1280, "height": 1800})  # the whole page image in view
+    marker.click()
+    expect(page.locator("#viewer")).to_be_visible()
+    expect(page.locator("#viewer-title")).to_contain_text("kelud report.pdf")
+    _wait_image(page, "#viewer-image")
+    expect(page.locator("#viewer-page")).to_have_text("Page 1 of 2")
+    expect(page.locator("#viewer-image")).to_have_attribute(
+        "alt", re.compile("cited region highlighted")
+    )
+    shot = page.locator("#viewer-image").screenshot(path=shots / "viewer-page.png")
+    page.screenshot(path=shots / "viewer.png")
+    inside, outside = _highlight_share(Image.open(io.BytesIO(shot)), boxes)
+    assert inside > 0.3, (inside, boxes)
+    assert outside < 0.002, outside
+
+    page.click("#viewer-next")
+    expect(page.locator("#viewer-page")).to_have_text("Page 2 of 2")
+    page.wait_for_function("() => document.querySelector('#viewer-image').dataset.page === '2'")
+    page.keyboard.press("Escape")
+    expect(page.locator("#viewer")).to_be_hidden()
+
+    page.locator("#cite-1 .crop-button").click()  # the crop opens the viewer too
+    _wait_image(page, "#viewer-image")
+    expect(page.locator("#viewer-page")).to_have_text("Page 1 of 2")
+    page.click("#viewer-close")
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    overflow = page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    page.screenshot(path=shots / "narrow.png", full_page=True)
+    assert overflow <= 0, f"the page scrolls sideways at 390px by {overflow}px"
+    assert errors == []
+
+
+def _ingest(base: str, name: str, data: bytes) -> None:
+    """Upload through the API (a duplicate is recognised) and wait until it is indexed."""
+    with httpx.Client(base_url=base, timeout=60) as client:
+        accepted = client.post("/documents", files={"file": (name, data, PDF_TYPE)})
+        assert accepted.status_code == 202, accepted.text
+        status_url = accepted.json()["status_url"]
+        deadline = time.monotonic() + SLOW_MS / 1000
+        while client.get(status_url).json()["status"] != "ok":
+            assert time.monotonic() < deadline, "the upload was not indexed in time"
+            time.sleep(0.2)
+
+
+def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(
+    browser: Any, site: tuple[Services, str]
+) -> None:
+    from playwright.sync_api import expect
+
+    _services, base = site
+    _ingest(base, "kelud report.pdf", fact_pdf(*FACTS["volcano.pdf"]))
+    page, errors = _open(browser, base)
+    not_found = json.dumps({"error": {"code": "http_error", "message": "Not Found"}})
+    page.route(
+        "**/query/stream",
+        lambda route: route.fulfill(status=404, content_type=JSON_TYPE, body=not_found),
+    )
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(urlsplit(request.url).path))
+    page.fill("#question", QUESTION)
+    page.click("#ask-button")
+    expect(page.locator("#answer-text")).to_contain_text("February 2014", timeout=SLOW_MS)
+    assert asked.count("/query") == 1
+    _wait_image(page, "#cite-1 img.crop")
+
+    down = json.dumps({"error": {"code": "index_unavailable", "message": "the index is down"}})
+    page.route(
+        "**/query", lambda route: route.fulfill(status=503, content_type=JSON_TYPE, body=down)
+    )
+    page.click("#ask-button")
+    expect(page.locator("#answer-text .error")).to_have_text(
+        "the index is down (index_unavailable)"
+    )
+    expect(page.locator("#citations li")).to_have_count(0)
+    assert errors == []
+
+
+def test_with_an_api_key_the_page_asks_for_it_and_sends_it(
+    browser: Any, keyed_site: tuple[Services, str], shots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    _services, base = keyed_site
+    title, sections = FACTS["bakery.pdf"]
+    page, errors = _open(browser, base)
+    dialog = page.locator("#key-dialog")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#key-message")).to_contain_text("needs an API key")
+    page.screenshot(path=shots / "key.png")
+    page.fill("#key-input", "not-the-key")
+    page.click("#key-form button[type=submit]")
+    expect(page.locator("#key-message")).to_contain_text("refused")
+    expect(dialog).to_be_visible()
+    page.fill("#key-input", KEY)
+    page.click("#key-form button[type=submit]")
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#docs-status")).to_contain_text("No documents yet")
+    assert page.evaluate("() => localStorage.getItem('folio.apiKey')") == KEY
+
+    page.set_input_files(
+        "#file-input",
+        files=[
+            {
+                "name": "bakery.pdf",
+                "mimeType": PDF_TYPE,
+                "buffer": fact_pdf(title, sections),
+            }
+        ],
+    )
+    row = page.locator("li.doc", has_text="bakery.pdf")
+    expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
+
+    page.fill("#question", "What flour is the sourdough starter fed with?")
+    page.click("#ask-button")
+    expect(page.locator("#answer-text")).to_contain_text("rye flour", timeout=SLOW_MS)
+    _wait_image(page, "#cite-1 img.crop")
+    page.locator("#cite-1 .open-page").click()
+    _wait_image(page, "#viewer-image")
+    page.keyboard.press("Escape")
+
+    page.reload()  # the key is remembered
+    expect(page.locator("li.doc", has_text="bakery.pdf")).to_have_attribute("data-status", "ok")
+    expect(dialog).to_be_hidden()
+    page.click("#key-forget")
+    expect(dialog).to_be_visible()  # forgotten: the next request asks again
+    assert errors == []
