@@ -11,14 +11,13 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import NamedTuple
 
 from retrieval.evidence import locate
-from retrieval.schema import Citation, ScoredChunk
+from retrieval.schema import Citation, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, terms
 
-__all__ = ["NO_MATCH_ANSWER", "Answer", "extractive_answer", "sentence_spans", "terms"]
+__all__ = ["NO_MATCH_ANSWER", "Answer", "cite", "extractive_answer", "sentence_spans", "terms"]
 
 NO_MATCH_ANSWER = "No indexed passage matches the question."
 
@@ -86,15 +85,24 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def _citation(n: int, hit: ScoredChunk, chosen: list[_Sentence]) -> Citation:
+def cite(
+    n: int, hit: ScoredChunk, spans: Sequence[tuple[int, int]], *, support: Support | None = None
+) -> Citation:
+    """`hit` cited as source `n`: boxed to the chunk lines that overlap the character `spans` of
+    its text, quoting them (in text order; a gap between them shown as an ellipsis)."""
     chunk = hit.chunk
-    spans = [(s.start, s.end) for s in chosen]
-    lines = [ln for ln in chunk.lines if any(ln.start < e and ln.end > s for s, e in spans)]
+    ordered = sorted(set(spans))
+    lines = [ln for ln in chunk.lines if any(ln.start < e and ln.end > s for s, e in ordered)]
     where = locate(chunk, lines)
-    quote_text = chosen[0].text
-    for before, s in pairwise(chosen):
-        gap = chunk.text[before.end : s.start]
-        quote_text += (" " if not gap.strip() else " … ") + s.text
+    quote_text = ""
+    previous_end: int | None = None
+    for start, end in ordered:
+        shown = " ".join(chunk.text[start:end].split())
+        if previous_end is not None:
+            gap = chunk.text[previous_end:start] if start > previous_end else ""
+            quote_text += " " if not gap.strip() else " … "
+        quote_text += shown
+        previous_end = max(end, previous_end or 0)
     return Citation(
         n=n,
         doc_id=chunk.doc_id,
@@ -107,6 +115,7 @@ def _citation(n: int, hit: ScoredChunk, chosen: list[_Sentence]) -> Citation:
         page_image_url=f"{where.page_url(chunk.doc_id)}.png",
         highlight_url=where.highlight_url(chunk.doc_id),
         viewer_url=where.viewer_url(chunk.doc_id),
+        support=support,
     )
 
 
@@ -132,6 +141,7 @@ def extractive_answer(
         numbers.setdefault(s.hit, len(numbers) + 1)
     text = " ".join(f"{s.text} [{numbers[s.hit]}]" for s in chosen)
     citations = [
-        _citation(n, top[hit], [s for s in chosen if s.hit == hit]) for hit, n in numbers.items()
+        cite(n, top[hit], [(s.start, s.end) for s in chosen if s.hit == hit])
+        for hit, n in numbers.items()
     ]
     return Answer(text, citations)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -95,6 +95,38 @@ class Hit(BaseModel):
     section_path: list[str] = Field(default_factory=list)
 
 
+Verdict = Literal["supported", "weak", "unsupported", "invalid"]
+
+
+class Support(BaseModel):
+    """How well a cited source backs the answer sentence that cites it (generated answers)."""
+
+    verdict: Verdict = Field(description="invalid: the marker names no source")
+    lexical: float = Field(description="share of the sentence's content terms found in the source")
+    embedding: float | None = Field(
+        default=None, description="cosine of the sentence and the source's closest sentence"
+    )
+    numbers_missing: list[str] = Field(
+        default_factory=list, description="numbers of the sentence that the source lacks"
+    )
+    claim: str = Field(description="the answer sentence, markers removed")
+
+
+class ClaimCheck(Support):
+    """One [n] marker of one answer sentence, checked; unkept markers left the answer text."""
+
+    n: int = Field(description="the source number the marker named")
+    sentence: int = Field(ge=0, description="index of the sentence in the generated answer")
+    kept: bool
+
+
+class LlmFailure(BaseModel):
+    """Why a generated answer fell back to the extractive one."""
+
+    code: str
+    message: str
+
+
 class Citation(BaseModel):
     n: int = Field(ge=1, description="the [n] marker in the answer text")
     doc_id: str
@@ -107,6 +139,9 @@ class Citation(BaseModel):
     page_image_url: str
     highlight_url: str
     viewer_url: str
+    support: Support | None = Field(
+        default=None, description="generated answers: the weakest check of the kept sentences"
+    )
 
 
 class QueryRequest(BaseModel):
@@ -123,3 +158,10 @@ class QueryResponse(BaseModel):
     answer: str
     citations: list[Citation]
     hits: list[Hit]
+    mode: Literal["extractive", "generated"] = "extractive"
+    checks: list[ClaimCheck] = Field(
+        default_factory=list, description="generated answers: every [n] marker, checked"
+    )
+    llm_error: LlmFailure | None = Field(
+        default=None, description="set when the LLM failed and the answer is extractive"
+    )

@@ -17,8 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ingest.records import DocStatus, DocumentRecord, PageRecord, UnknownDocumentError
 from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
-from retrieval.schema import QueryRequest, QueryResponse
-from retrieval.search import InvalidQueryError
+from server.answers_api import router as answers_router
 from server.deps import ApiError, Svc, error_response, record_or_404
 from server.documents_api import router as documents_router
 from server.pages import PageOutOfRangeError, PageRenderer, parse_highlight
@@ -68,6 +67,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
     app.state.services = services
     app.include_router(documents_router)
+    app.include_router(answers_router)
 
     @app.exception_handler(ApiError)
     async def _apierror_response(_: Request, exc: ApiError) -> JSONResponse:
@@ -97,13 +97,6 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     @app.get("/health")
     def health(svc: Svc) -> Health:
         return Health(status="ok", documents=svc.ledger.count(), points=svc.store.count())
-
-    @app.post("/query")
-    def query(req: QueryRequest, svc: Svc) -> QueryResponse:
-        try:
-            return svc.retriever.query(req)
-        except InvalidQueryError as exc:
-            raise ApiError(422, "invalid_request", str(exc)) from None
 
     @app.get("/documents")
     def documents(svc: Svc, status: DocStatus | None = None) -> list[DocumentRecord]:

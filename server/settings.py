@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ocr_engine.options import DEFAULT_OCR_MODEL, ExtractOptions, OcrMode, VLLMOptions
+from retrieval.llm import DEFAULT_LLM_MODEL, LlmOptions
 
 
 def _check_url(url: str) -> str:
@@ -67,7 +68,18 @@ class Settings(BaseSettings):
     ocr_max_in_flight: int = Field(default=32, ge=1, le=1024)
     ocr_api_key: SecretStr | None = None
 
-    @field_validator("qdrant_url", "qdrant_api_key", "ocr_api_key", mode="before")
+    llm_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible chat base URL (…/v1) for generated answers; blank: off",
+    )
+    llm_model: str = Field(default=DEFAULT_LLM_MODEL, min_length=1)
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=60.0, gt=0, le=600, description="for a whole answer")
+    llm_max_tokens: int = Field(default=512, ge=16, le=8192)
+
+    @field_validator(
+        "qdrant_url", "qdrant_api_key", "ocr_api_key", "llm_url", "llm_api_key", mode="before"
+    )
     @classmethod
     def _unset_when_blank(cls, value: Any) -> Any:
         return _blank_is_none(value)
@@ -75,6 +87,11 @@ class Settings(BaseSettings):
     @field_validator("qdrant_url")
     @classmethod
     def _qdrant_url(cls, url: str | None) -> str | None:
+        return _check_url(url) if url is not None else None
+
+    @field_validator("llm_url")
+    @classmethod
+    def _llm_url(cls, url: str | None) -> str | None:
         return _check_url(url) if url is not None else None
 
     @field_validator("ocr", mode="before")
@@ -106,3 +123,15 @@ class Settings(BaseSettings):
                 max_in_flight=self.ocr_max_in_flight,
             )
         return ExtractOptions(ocr=self.ocr, vllm=vllm)
+
+    def llm_options(self) -> LlmOptions | None:
+        """The chat endpoint for generated answers, or None when answers are extractive."""
+        if self.llm_url is None:
+            return None
+        return LlmOptions(
+            url=self.llm_url,
+            model=self.llm_model,
+            api_key=self.llm_api_key,
+            timeout_s=self.llm_timeout_s,
+            max_tokens=self.llm_max_tokens,
+        )

@@ -100,7 +100,8 @@ def test_query_cites_the_lines_and_highlights_them(served: tuple[Services, str, 
     response = httpx.post(f"{base}/query", json={"question": "When did Kelud erupt?", "top_k": 3})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"answer", "citations", "hits"}
+    assert set(body) == {"answer", "citations", "hits", "mode", "checks", "llm_error"}
+    assert (body["mode"], body["checks"], body["llm_error"]) == ("extractive", [], None)
     assert body["hits"][0]["source"] == "volcano.pdf"
     assert body["hits"][0]["page"] == 1
     assert "[1]" in body["answer"] and "2014" in body["answer"]
@@ -217,7 +218,7 @@ def test_cli_ingest_reports_each_failed_file_and_query_json(
     )
     assert result.exit_code == 0, result.output
     body = json.loads(result.stdout)
-    assert set(body) == {"answer", "citations", "hits"}
+    assert {"answer", "citations", "hits"} <= set(body) and body["mode"] == "extractive"
     assert len(body["hits"]) == 2 and body["hits"][0]["source"] == "bakery.pdf"
     assert body["hits"][0]["score"] >= body["hits"][1]["score"]
     assert {"n", "doc_id", "source", "page", "bbox", "quote", "score", "highlight_url"} <= set(
