@@ -10,7 +10,7 @@ PORT ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint bench setup
+.PHONY: run test lint bench setup browser
 
 $(VENV)/.setup-done: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,6 +22,11 @@ $(VENV)/.setup-done: pyproject.toml
 
 setup: $(VENV)/.setup-done
 
+# the web page tests drive Debian's chromium through Playwright, which never downloads a browser
+browser:
+	@test -x /usr/bin/chromium || [ "$$FOLIO_SKIP_BROWSER" = 1 ] || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
 run: setup
 	mkdir -p $(INBOX)
 	$(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT)
@@ -31,7 +36,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: setup lint
+test: setup browser lint
 	$(VENV)/bin/pytest -q
 
 bench: setup
