@@ -382,6 +382,16 @@ class Ledger:
 
     # pages --------------------------------------------------------------------------------------
 
+    def page_totals(self) -> dict[tuple[str, str], int]:
+        """Pages read so far, by (page status, engine), over every document."""
+        rows = self._rows("SELECT status, engine, count(*) FROM pages GROUP BY status, engine")
+        return {(str(status), str(engine)): int(n) for status, engine, n in rows}
+
+    def status_totals(self) -> dict[DocStatus, int]:
+        """Documents by status (every status, zero included)."""
+        found = dict(self._rows("SELECT status, count(*) FROM documents GROUP BY status"))
+        return {status: int(found.get(status.value, 0)) for status in DocStatus}
+
     def pages(self, doc_id: str) -> list[PageRecord]:
         rows = self._rows(
             "SELECT number, width, height, engine, engine_model, engine_version, status, route,"

@@ -8,20 +8,21 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
 
-from fastapi import FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi import FastAPI, Query
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ingest.records import DocStatus, DocumentRecord, PageRecord, UnknownDocumentError
 from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
 from server.answers_api import router as answers_router
-from server.deps import ApiError, Svc, error_response, record_or_404
+from server.crops import router as crops_router
+from server.deps import ApiError, DocId, PageNumber, Svc, record_or_404
 from server.documents_api import router as documents_router
 from server.pages import PageOutOfRangeError, PageRenderer, parse_highlight
 from server.services import Services
+from server.web import router as web_router
+from server.wiring import QUERY_LIMITS, install_api
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services.sync.recover()
+        unwatch = metrics.watch(services.events)
         worker = IngestWorker(services.sync)
         app.state.worker = worker
         worker.start()
@@ -63,27 +65,17 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
             if watcher is not None:
                 watcher.stop()
             worker.stop()
+            unwatch()
 
     app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
     app.state.services = services
     app.include_router(documents_router)
-    app.include_router(answers_router)
+    app.include_router(answers_router, dependencies=[QUERY_LIMITS])
+    app.state.renderer = renderer
+    app.include_router(crops_router)
+    app.include_router(web_router)
 
-    @app.exception_handler(ApiError)
-    async def _apierror_response(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return error_response(
-            422, "invalid_request", f"{where}: {first.get('msg', 'invalid request')}"
-        )
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, "http_error", str(exc.detail))
+    metrics = install_api(app, services)
 
     def page_or_404(record: DocumentRecord, n: int) -> DocumentRecord:
         if not 1 <= n <= record.pages:
@@ -104,7 +96,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         return svc.ledger.documents(status)
 
     @app.get("/documents/{doc_id}")
-    def document(doc_id: str, svc: Svc) -> DocumentDetail:
+    def document(doc_id: DocId, svc: Svc) -> DocumentDetail:
         """One document with a record per page read so far (engine, route, status, errors)."""
         record = record_or_404(svc, doc_id)
         return DocumentDetail(**record.model_dump(), page_summaries=svc.ledger.pages(doc_id))
@@ -112,11 +104,13 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     @app.get(
         "/documents/{doc_id}/pages/{n}.png",
         response_class=Response,
-        responses={200: {"content": {"image/png": {}}}},
+        responses={
+            200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}
+        },
     )
     def page_image(
-        doc_id: str,
-        n: int,
+        doc_id: DocId,
+        n: PageNumber,
         svc: Svc,
         highlight: Annotated[str | None, Query(max_length=4000)] = None,
         dpi: Annotated[int | None, Query(ge=36)] = None,
@@ -138,8 +132,8 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     @app.get("/documents/{doc_id}/pages/{n}/view", response_class=HTMLResponse)
     def page_view(
-        doc_id: str,
-        n: int,
+        doc_id: DocId,
+        n: PageNumber,
         svc: Svc,
         highlight: Annotated[str | None, Query(max_length=4000)] = None,
     ) -> HTMLResponse:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from fastapi import APIRouter, Query, Request, UploadFile
 from fastapi.responses import StreamingResponse
@@ -13,7 +14,7 @@ from pydantic import BaseModel
 
 from ingest.events import EventHub, EventKind, IngestEvent
 from ingest.records import DocStatus, DocumentRecord
-from server.deps import ApiError, Svc, record_or_404
+from server.deps import ApiError, DocId, Svc, record_or_404
 
 __all__ = ["PDF_MAGIC", "UploadAccepted", "router"]
 
@@ -76,7 +77,7 @@ async def upload(file: UploadFile, request: Request, svc: Svc) -> UploadAccepted
 
 
 @router.delete("/documents/{doc_id}")
-def delete(doc_id: str, svc: Svc) -> DocumentRecord:
+def delete(doc_id: DocId, svc: Svc) -> DocumentRecord:
     """Remove a document's points, files and record; a processing one goes when it finishes."""
     record_or_404(svc, doc_id)
     return svc.sync.remove(doc_id)
@@ -133,7 +134,12 @@ _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _DONE = (DocStatus.ok, DocStatus.partial, DocStatus.failed)
 
 
-@router.get("/events")
+_SSE_DOC: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}
+}
+
+
+@router.get("/events", response_class=StreamingResponse, responses=_SSE_DOC)
 def all_events(request: Request, svc: Svc) -> StreamingResponse:
     """Every ingestion event as server-sent events (`event:` kind, `data:` JSON)."""
     return StreamingResponse(
@@ -143,9 +149,9 @@ def all_events(request: Request, svc: Svc) -> StreamingResponse:
     )
 
 
-@router.get("/documents/{doc_id}/events")
+@router.get("/documents/{doc_id}/events", response_class=StreamingResponse, responses=_SSE_DOC)
 def document_events(
-    doc_id: str,
+    doc_id: DocId,
     request: Request,
     svc: Svc,
     follow: bool = Query(default=False, description="keep streaming after it finishes"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -15,6 +16,7 @@ BBox = tuple[float, float, float, float]
 HIGHLIGHT_FILL = (255, 214, 0, 90)
 HIGHLIGHT_EDGE = (220, 38, 38, 255)
 MAX_HIGHLIGHTS = 50
+MAX_COORDINATE = 14_400.0  # the largest page PDF allows, in points
 
 
 class PageOutOfRangeError(ValueError):
@@ -36,6 +38,11 @@ def parse_highlight(value: str | None) -> list[BBox]:
             x0, y0, x1, y1 = (float(n) for n in numbers)
         except ValueError:
             raise ValueError(f"highlight box {part!r} has a value that is not a number") from None
+        if not all(math.isfinite(v) and abs(v) <= MAX_COORDINATE for v in (x0, y0, x1, y1)):
+            raise ValueError(
+                f"highlight box {part!r} is out of bounds: coordinates are PDF points "
+                f"within ±{MAX_COORDINATE:.0f}"
+            )
         boxes.append((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
     if len(boxes) > MAX_HIGHLIGHTS:
         raise ValueError(f"at most {MAX_HIGHLIGHTS} highlight boxes per image")

@@ -51,6 +51,20 @@ class Settings(BaseSettings):
         default=1, ge=0, le=8, description="extraction worker processes; 0: a thread instead"
     )
 
+    api_key: SecretStr | None = Field(
+        default=None,
+        description="when set, every route but /health and the web page shell needs "
+        "`Authorization: Bearer KEY`; blank: no auth",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="comma-separated origins allowed by CORS (`*` for any); empty: no CORS",
+    )
+    max_question_chars: int = Field(
+        default=2000, ge=1, le=2000, description="/query question length (2000: the schema cap)"
+    )
+    max_top_k: int = Field(default=100, ge=1, le=100, description="/query top_k (100: the cap)")
+
     qdrant_url: str | None = Field(
         default=None, description="a Qdrant server; unset: Qdrant Edge under data_dir/index"
     )
@@ -78,7 +92,13 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=512, ge=16, le=8192)
 
     @field_validator(
-        "qdrant_url", "qdrant_api_key", "ocr_api_key", "llm_url", "llm_api_key", mode="before"
+        "qdrant_url",
+        "qdrant_api_key",
+        "ocr_api_key",
+        "api_key",
+        "llm_url",
+        "llm_api_key",
+        mode="before",
     )
     @classmethod
     def _unset_when_blank(cls, value: Any) -> Any:
@@ -99,7 +119,7 @@ class Settings(BaseSettings):
     def _ocr_mode(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
 
-    @field_validator("ocr_url", mode="before")
+    @field_validator("ocr_url", "cors_origins", mode="before")
     @classmethod
     def _split_urls(cls, value: Any) -> Any:
         if isinstance(value, str):
