@@ -102,3 +102,17 @@ def test_every_dependency_has_a_healthcheck_and_images_are_pinned(
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
             assert source.startswith(".") or source in declared, volume
+
+
+def test_the_optional_llm_serves_the_model_folio_asks_for(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = compose["services"]
+    llm, env = services["llm"], services["folio"]["environment"]
+    assert llm["profiles"] == ["llm"] and "llm" not in services["folio"]["depends_on"]
+    assert str(llm["command"][0]) == env["FOLIO_LLM_MODEL"]  # the same ${LLM_MODEL:-...}
+    assert env["FOLIO_LLM_URL"] == "${FOLIO_LLM_URL:-}"  # blank unless set: extractive answers
+    monkeypatch.setenv("FOLIO_LLM_URL", "http://llm:8000/v1")
+    monkeypatch.setenv("FOLIO_LLM_MODEL", "Qwen/Qwen2.5-7B-Instruct")
+    options = Settings().llm_options()
+    assert options is not None and urlsplit(options.url).hostname == "llm"
