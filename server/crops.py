@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from PIL import Image
 
 from ingest.records import UnknownDocumentError
-from server.deps import ApiError, Svc, record_or_404
+from server.deps import ApiError, DocId, PageNumber, Svc, record_or_404
 from server.pages import BBox, PageOutOfRangeError, PageRenderer, draw_boxes, parse_highlight
 
 __all__ = ["CROP_DPI", "crop_image", "router"]
@@ -61,8 +61,8 @@ def _one_box(value: str) -> BBox:
     responses={200: {"content": {"image/png": {}}}},
 )
 def page_crop(
-    doc_id: str,
-    n: int,
+    doc_id: DocId,
+    n: PageNumber,
     request: Request,
     svc: Svc,
     bbox: Annotated[str, Query(max_length=200, description="x0,y0,x1,y1 in PDF points")],

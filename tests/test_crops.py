@@ -1,0 +1,71 @@
+"""GET /documents/{id}/pages/{n}/crop.png: just the cited region, clamped to the page, checked."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from server.crops import crop_image
+from server.pages import HIGHLIGHT_EDGE
+from tests.apiapp import ApiApp, api_app
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiApp]:
+    with api_app(tmp_path_factory.mktemp("crops")) as served:
+        yield served
+
+
+def _png(app: ApiApp, n: int = 1, **params: str) -> Image.Image:
+    response = app.client.get(f"/documents/{app.doc_id}/pages/{n}/crop.png", params=params)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "image/png"
+    return Image.open(io.BytesIO(response.content))
+
+
+def test_the_crop_is_the_box_and_its_margin_at_144_dpi(app: ApiApp) -> None:
+    assert _png(app, bbox="72,100,272,150").size == (2 * (200 + 32), 2 * (50 + 32))
+    assert _png(app, bbox="72,100,272,150", margin="0", dpi="72").size == (200, 50)
+
+
+def test_the_crop_is_clamped_to_the_page_and_draws_the_highlight(app: ApiApp) -> None:
+    image = _png(app, bbox="-50,-50,100,40", margin="10", dpi="72", highlight="20,20,60,30")
+    assert image.size == (110, 50)  # 0..110 x 0..50: the page starts at 0
+    rgb = image.convert("RGB")
+    assert rgb.getpixel((18, 25)) == HIGHLIGHT_EDGE[:3]  # the edge, just outside the box
+    assert rgb.getpixel((40, 25)) == (255, 241, 165)  # translucent yellow over white paper
+    assert rgb.getpixel((80, 25)) == (255, 255, 255)
+
+
+@pytest.mark.parametrize(
+    ("bbox", "code"),
+    [
+        ("1,2,3", "invalid_highlight"),
+        ("1,2,3,x", "invalid_highlight"),
+        ("1,2,3,4;5,6,7,8", "invalid_highlight"),
+        ("5000,5000,5100,5100", "invalid_bbox"),
+    ],
+)
+def test_bad_boxes_are_refused(app: ApiApp, bbox: str, code: str) -> None:
+    response = app.client.get(f"/documents/{app.doc_id}/pages/1/crop.png", params={"bbox": bbox})
+    assert response.status_code == 422 and response.json()["error"]["code"] == code
+
+
+def test_unknown_documents_and_pages_are_not_found(app: ApiApp) -> None:
+    params = {"bbox": "0,0,10,10"}
+    page = app.client.get(f"/documents/{app.doc_id}/pages/9/crop.png", params=params)
+    assert page.status_code == 404 and page.json()["error"]["code"] == "page_out_of_range"
+    other = app.client.get(f"/documents/{'0' * 64}/pages/1/crop.png", params=params)
+    assert other.status_code == 404 and other.json()["error"]["code"] == "unknown_document"
+    missing = app.client.get(f"/documents/{app.doc_id}/pages/1/crop.png")
+    assert missing.status_code == 422
+
+
+def test_crop_image_refuses_a_box_off_the_page(tmp_path: Path) -> None:
+    page = Image.new("RGB", (100, 100), "white")
+    with pytest.raises(ValueError, match="outside the page"):
+        crop_image(page, (200, 200, 300, 300), scale=1.0, margin=0, highlights=[])
