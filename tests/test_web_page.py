@@ -105,15 +105,25 @@ def keyed_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Servi
     yield from _serve(tmp_path_factory.mktemp("web-key"), api_key=KEY)
 
 
-def _open(browser: Any, base: str, width: int = 1280, height: int = 900) -> tuple[Any, list[str]]:
-    """A page in a fresh context (own storage) and the list its uncaught script errors go to."""
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"{base}/")
-    return page, errors
+@pytest.fixture
+def open_page(browser: Any) -> Iterator[Any]:
+    """Opens `/` of a server in a fresh context (own storage); returns (page, its uncaught script
+    errors). Contexts close after the test, so no event stream keeps the server waiting."""
+    contexts: list[Any] = []
+
+    def open_(base: str, width: int = 1280, height: int = 900) -> tuple[Any, list[str]]:
+        context = browser.new_context(viewport={"width": width, "height": height})
+        contexts.append(context)
+        context.set_default_timeout(30_000)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{base}/")
+        return page, errors
+
+    yield open_
+    for context in contexts:
+        context.close()
 
 
 def _drop(page: Any, name: str, data: bytes) -> None:
@@ -169,13 +179,13 @@ def _highlight_share(shot: Image.Image, boxes: list[tuple[float, float, float, f
 
 
 def test_upload_ask_and_see_the_cited_region_highlighted(
-    browser: Any, site: tuple[Services, str], shots: Path
+    open_page: Any, site: tuple[Services, str], shots: Path
 ) -> None:
     from playwright.sync_api import expect
 
     _services, base = site
     title, sections = FACTS["volcano.pdf"]
-    page, errors = _open(browser, base)
+    page, errors = open_page(base)
     expect(page.locator("#docs-status")).to_contain_text("No documents yet")
 
     _drop(page, "notes.pdf", html_named_pdf())
@@ -262,13 +272,13 @@ def _ingest(base: str, name: str, data: bytes) -> None:
 
 
 def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(
-    browser: Any, site: tuple[Services, str]
+    open_page: Any, site: tuple[Services, str]
 ) -> None:
     from playwright.sync_api import expect
 
     _services, base = site
     _ingest(base, "kelud report.pdf", fact_pdf(*FACTS["volcano.pdf"]))
-    page, errors = _open(browser, base)
+    page, errors = open_page(base)
     not_found = json.dumps({"error": {"code": "http_error", "message": "Not Found"}})
     page.route(
         "**/query/stream",
@@ -295,13 +305,13 @@ def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(
 
 
 def test_with_an_api_key_the_page_asks_for_it_and_sends_it(
-    browser: Any, keyed_site: tuple[Services, str], shots: Path
+    open_page: Any, keyed_site: tuple[Services, str], shots: Path
 ) -> None:
     from playwright.sync_api import expect
 
     _services, base = keyed_site
     title, sections = FACTS["bakery.pdf"]
-    page, errors = _open(browser, base)
+    page, errors = open_page(base)
     dialog = page.locator("#key-dialog")
     expect(dialog).to_be_visible()
     expect(page.locator("#key-message")).to_contain_text("needs an API key")
