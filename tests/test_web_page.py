@@ -16,6 +16,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -29,6 +30,7 @@ from server.pages import parse_highlight
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.fakes import HashEmbedder
+from tests.llm_stub import Behaviour, LlmStub
 from tests.pdfgen import FACTS, fact_pdf, html_named_pdf
 from tests.test_e2e import LiveServer
 
@@ -85,7 +87,9 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("shots")
 
 
+@contextmanager
 def _serve(root: Path, **settings: Any) -> Iterator[tuple[Services, str]]:
+    """The real app and services with `settings` on a loopback port: (services, base URL)."""
     config = Settings(data_dir=root / "data", ocr=OcrMode.never, extract_processes=0, **settings)
     services = build_services(config, embedder=HashEmbedder())
     try:
@@ -97,12 +101,14 @@ def _serve(root: Path, **settings: Any) -> Iterator[tuple[Services, str]]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, str]]:
-    yield from _serve(tmp_path_factory.mktemp("web"))
+    with _serve(tmp_path_factory.mktemp("web")) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 def keyed_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, str]]:
-    yield from _serve(tmp_path_factory.mktemp("web-key"), api_key=KEY)
+    with _serve(tmp_path_factory.mktemp("web-key"), api_key=KEY) as served:
+        yield served
 
 
 @pytest.fixture
@@ -352,4 +358,45 @@ def test_with_an_api_key_the_page_asks_for_it_and_sends_it(
     expect(dialog).to_be_hidden()
     page.click("#key-forget")
     expect(dialog).to_be_visible()  # forgotten: the next request asks again
+    assert errors == []
+
+
+@pytest.fixture(scope="module")
+def generating_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LlmStub, str]]:
+    with LlmStub() as stub:
+        root = tmp_path_factory.mktemp("web-llm")
+        with _serve(root, llm_url=stub.url, llm_timeout_s=5.0) as (_services, base):
+            yield stub, base
+
+
+def test_a_generated_answer_streams_in_and_shows_each_sources_support(
+    open_page: Any, generating_site: tuple[LlmStub, str], shots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    stub, base = generating_site
+    _ingest(base, "volcano.pdf", fact_pdf(*FACTS["volcano.pdf"]))
+    page, errors = open_page(base)
+    page.evaluate(
+        """() => {
+            window.answerUpdates = 0;
+            new MutationObserver(() => window.answerUpdates++).observe(
+                document.querySelector("#answer-text"), { childList: true });
+        }"""
+    )
+    stub.behaviour = Behaviour.miscite  # a faithful sentence, then one citing the wrong source
+    page.fill("#question", QUESTION)
+    page.click("#ask-button")
+    expect(page.locator("#ask-status")).to_contain_text("Generated", timeout=SLOW_MS)
+    assert page.evaluate("() => window.answerUpdates") > 5  # token by token, not all at once
+    expect(page.locator("#answer-text")).to_contain_text("February 2014")
+    expect(page.locator("#answer-text a.marker")).to_have_count(1)  # the miscited one dropped
+    expect(page.locator("#cite-1 .support")).to_have_text("supported")
+    _wait_image(page, "#cite-1 img.crop")
+    page.screenshot(path=shots / "generated.png", full_page=True)
+
+    stub.behaviour = Behaviour.error_500
+    page.click("#ask-button")
+    expect(page.locator("#ask-status")).to_contain_text("The language model failed")
+    expect(page.locator("#answer-text")).to_contain_text("February 2014")
     assert errors == []
