@@ -7,6 +7,7 @@ import sys
 
 # subcommand -> module with a ``main(argv) -> int``
 COMMANDS: dict[str, str] = {
+    "answers": "eval.answers",
     "cpu_ocr": "eval.cpu_ocr",
     "extraction": "eval.extraction",
     "financebench": "eval.financebench",

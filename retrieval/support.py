@@ -128,15 +128,18 @@ class _Source:
     first_row: int  # this source's sentences' first row in the embedded matrix
 
 
-def _sources(hits: Sequence[ScoredChunk]) -> tuple[list[_Source], list[str]]:
-    sources: list[_Source] = []
+def _sources(
+    hits: Sequence[ScoredChunk], numbers: Sequence[int]
+) -> tuple[dict[int, _Source], list[str]]:
+    """The sources numbered `numbers` (1-based) with their sentences, and those sentences."""
+    sources: dict[int, _Source] = {}
     texts: list[str] = []
-    for hit in hits:
-        text = hit.chunk.text
+    for n in numbers:
+        text = hits[n - 1].chunk.text
         spans = sentence_spans(text) or [(0, len(text))]
-        words, numbers = _terms(text)
+        words, found = _terms(text)
         span_terms = [_terms(text[s:e])[0] for s, e in spans]
-        sources.append(_Source(spans, words, numbers, span_terms, len(texts)))
+        sources[n] = _Source(spans, words, found, span_terms, len(texts))
         texts.extend(" ".join(text[s:e].split()) for s, e in spans)
     return sources, texts
 
@@ -151,11 +154,12 @@ def check_answer(
     unkept markers removed, a citation per kept source, and every check."""
     t = thresholds or SupportThresholds()
     sentences = marked_sentences(answer)
-    sources, source_texts = _sources(hits)
+    cited = sorted({n for s in sentences for n in s.markers if 1 <= n <= len(hits)})
+    sources, source_texts = _sources(hits, cited)  # only the cited ones are embedded
     claims = [s.claim for s in sentences]
     vectors = (
         embedder.embed_documents([*claims, *source_texts])
-        if any(s.markers for s in sentences)
+        if cited
         else np.empty((0, 0), dtype=np.float32)
     )
     claim_vectors, source_vectors = vectors[: len(claims)], vectors[len(claims) :]
@@ -164,7 +168,7 @@ def check_answer(
     for index, sentence in enumerate(sentences):
         words, numbers = _terms(sentence.claim)
         for n in dict.fromkeys(sentence.markers):
-            if not 1 <= n <= len(sources):
+            if n not in sources:
                 checks.append(
                     ClaimCheck(
                         verdict="invalid",
@@ -176,7 +180,7 @@ def check_answer(
                     )
                 )
                 continue
-            source = sources[n - 1]
+            source = sources[n]
             lexical = len(words & source.terms) / len(words) if words else 1.0
             missing = sorted(numbers - source.numbers)
             rows = source_vectors[source.first_row : source.first_row + len(source.spans)]

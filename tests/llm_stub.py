@@ -5,8 +5,8 @@
 (`stream: true`: chunks, then `data: [DONE]`) or as one `chat.completion`:
 
 - `faithful`: sentences copied from the sources (the first lightly paraphrased), right markers;
-- `miscite`, `fabricate`, `out_of_range`: a faithful sentence, then one of that kind
-  (`tests.llm_stub_answers`);
+- `miscite`, `fabricate`, `out_of_range`, `swap_number`: a faithful sentence, then one of that
+  kind (`tests.llm_stub_answers`);
 - `mixed`: 3-5 sentences of kinds drawn by a seeded generator, a quarter to a half faulty;
 - `error_500`: HTTP 500; `hang`: no answer until the stub closes; `garbage`: an event stream
   whose data lines are not JSON.
@@ -47,13 +47,14 @@ class Behaviour(StrEnum):
     miscite = "miscite"
     fabricate = "fabricate"
     out_of_range = "out_of_range"
+    swap_number = "swap_number"
     mixed = "mixed"
     error_500 = "error_500"
     hang = "hang"
     garbage = "garbage"
 
 
-_FAULTS = (Kind.miscite, Kind.fabricate, Kind.out_of_range)
+_FAULTS = (Kind.miscite, Kind.fabricate, Kind.out_of_range, Kind.swap_number)
 
 
 def _kinds(behaviour: Behaviour, rng: random.Random) -> list[Kind]:

@@ -8,7 +8,10 @@ Sentence kinds (`Kind`) and the verdict a correct checker gives them:
   (unsupported);
 - `fabricate`: a source sentence with its marker and one number changed to a number no source
   holds (unsupported);
-- `out_of_range`: a source sentence marked with a number past the last source (invalid).
+- `out_of_range`: a source sentence marked with a number past the last source (invalid);
+- `swap_number`: a source sentence with its marker and one number replaced by another number of
+  the same source (wrong, so unsupported; a check that looks for the numbers in the source
+  cannot see it, and the benchmark reports how often it is missed).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class Kind(StrEnum):
     miscite = "miscite"
     fabricate = "fabricate"
     out_of_range = "out_of_range"
+    swap_number = "swap_number"
 
 
 EXPECTED = {
@@ -37,6 +41,7 @@ EXPECTED = {
     Kind.miscite: "unsupported",
     Kind.fabricate: "unsupported",
     Kind.out_of_range: "invalid",
+    Kind.swap_number: "unsupported",
 }
 
 _SOURCE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
@@ -103,6 +108,20 @@ def _fabricate(sentence: str, sources: list[str], rng: random.Random) -> str:
     return sentence[: match.start()] + fake + sentence[match.end() :]
 
 
+def _swap_number(sentence: str, source: str, rng: random.Random) -> str | None:
+    match = _NUMBER.search(sentence)
+    if match is None:
+        return None
+    own = terms(match.group())
+    others = sorted(
+        {m.group() for m in _NUMBER.finditer(source) if terms(m.group()) != own}
+        - set(_NUMBER.findall(sentence))
+    )
+    if not others:
+        return None
+    return sentence[: match.start()] + rng.choice(others) + sentence[match.end() :]
+
+
 def _overlap(sentence: str, source: str) -> float:
     words = set(terms(sentence))
     return len(words & set(terms(source))) / len(words) if words else 1.0
@@ -110,8 +129,8 @@ def _overlap(sentence: str, source: str) -> float:
 
 def compose(sources: list[str], question: str, kinds: list[Kind], seed: int = 0) -> StubAnswer:
     """An answer of one sentence per kind (sources taken in turn); a kind that cannot be planted
-    (no other source to miscite to, or every other source shares the sentence) is written
-    faithful instead."""
+    (no other source to miscite to, or every other source shares the sentence; no other number
+    to swap in) is written faithful instead."""
     rng = random.Random(seed)
     usable = [(n, s) for n, s in enumerate((_sentences(src) for src in sources), 1) if s]
     if not usable:
@@ -131,6 +150,9 @@ def compose(sources: list[str], question: str, kinds: list[Kind], seed: int = 0)
                 marker = scored[0]
         elif kind is Kind.fabricate:
             sentence = _fabricate(sentence, sources, rng)
+        elif kind is Kind.swap_number:
+            swapped = _swap_number(sentence, sources[n - 1], rng)
+            kind, sentence = (kind, swapped) if swapped else (Kind.faithful, sentence)
         elif kind is Kind.paraphrase:
             sentence = _paraphrase(sentence)
         elif kind is Kind.out_of_range:

@@ -287,3 +287,17 @@ def test_llm_settings_are_checked_at_startup(monkeypatch: pytest.MonkeyPatch) ->
             m.setenv(name, value)
             with pytest.raises(ValueError, match=name.removeprefix("FOLIO_").lower()):
                 Settings()
+
+
+def test_a_partly_backed_sentence_is_weak_and_kept(live: tuple[Services, str]) -> None:
+    services, _ = live
+    hits = services.retriever.search(QUESTION, 5)
+    kelud = next(i for i, h in enumerate(hits, 1) if KELUD in h.chunk.text)
+    checked = check_answer(
+        f"Kelud ash covered the whole of Java [{kelud}].", hits, services.embedder
+    )
+    (check,) = checked.checks
+    assert check.verdict == "weak" and check.kept and 0.35 <= check.lexical < 0.6
+    assert checked.citations[0].support is not None
+    assert checked.citations[0].support.verdict == "weak"
+    assert _markers(checked.text) == [kelud]
