@@ -160,7 +160,12 @@ function showResponse(result, signal) {
   const count = citations.length;
   const from = count ? ` from ${count} source${count === 1 ? "" : "s"}` : "";
   let note = count ? `Answered${from}.` : "";
-  if (result.mode === "generated") note = `Generated${from}; every marker was checked.`;
+  if (result.mode === "generated") {
+    const dropped = (result.checks || []).filter((check) => !check.kept).length;
+    note = dropped
+      ? `Generated${from}; ${dropped} marker${dropped === 1 ? "" : "s"} that the sources did not back ${dropped === 1 ? "was" : "were"} removed.`
+      : `Generated${from}; every marker was checked against its source.`;
+  }
   if (result.llm_error) {
     const { code, message } = result.llm_error;
     note = `The language model failed (${message}; ${code}): the answer is extracted${from}.`;

@@ -42,12 +42,14 @@ async function sizes(docId) {
   return pageSizes.get(docId);
 }
 
+/** Scroll the frame so that the cited box is in view (the page may be taller, or zoomed). */
 function scrollToFocus(image, page) {
   const frame = $("viewer-frame");
   const info = state && state.sizes && state.sizes.byPage.get(page);
   if (!state.focus || page !== state.page0 || !info || !image.naturalWidth) return;
   const scale = image.clientWidth / info.width;
   frame.scrollTop = Math.max(0, state.focus[1] * scale - frame.clientHeight / 3);
+  frame.scrollLeft = Math.max(0, state.focus[0] * scale - 16);
 }
 
 async function show(page) {
@@ -119,6 +121,11 @@ export async function openCitation(citation) {
 export function setupViewer() {
   const dialog = $("viewer");
   $("viewer-close").addEventListener("click", () => dialog.close());
+  $("viewer-zoom").addEventListener("click", () => {
+    const zoomed = $("viewer-frame").classList.toggle("zoomed");
+    $("viewer-zoom").setAttribute("aria-pressed", String(zoomed));
+    scrollToFocus($("viewer-image"), state && state.page);
+  });
   $("viewer-prev").addEventListener("click", () => state && show(state.page - 1));
   $("viewer-next").addEventListener("click", () => state && show(state.page + 1));
   dialog.addEventListener("click", (event) => {
