@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "ocr_parser": "eval.ocr_parser",
     "ocr_throughput": "eval.ocr_throughput",
     "ingest_ledger": "eval.ingest_ledger",
+    "load": "eval.load",
     "mmlongbench_ocr": "eval.mmlongbench_ocr",
     "query_latency": "eval.query_latency",
     "retrieval": "eval.retrieval",
