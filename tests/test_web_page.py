@@ -310,6 +310,29 @@ def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(
     assert errors == []
 
 
+def test_document_text_is_shown_as_text_never_as_markup(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    from playwright.sync_api import expect
+
+    _services, base = site
+    name = "<img src=x onerror=window.pwned=1>.pdf"
+    body = "The <b>Merapi</b> volcano erupted in 2010 <img src=x onerror=window.pwned=2>."
+    _ingest(base, name, fact_pdf("Merapi <i>notes</i>", [("History", body)]))
+    page, errors = open_page(base)
+    expect(page.locator("li.doc .doc-name", has_text=name)).to_have_count(1)
+    page.fill("#question", "When did the Merapi volcano erupt?")
+    page.click("#ask-button")
+    expect(page.locator("#answer-text")).to_contain_text("<b>Merapi</b>", timeout=SLOW_MS)
+    expect(page.locator("#cite-1 .source")).to_have_text(name)
+    expect(page.locator("#cite-1 .quote")).to_contain_text("<img src=x")
+    _wait_image(page, "#cite-1 img.crop")
+    injected = "#answer-text b, #answer-text img, .citations b, .documents img, .quote img"
+    assert page.locator(injected).count() == 0
+    assert page.evaluate("() => window.pwned") is None
+    assert errors == []
+
+
 def test_with_an_api_key_the_page_asks_for_it_and_sends_it(
     open_page: Any, keyed_site: tuple[Services, str], shots: Path
 ) -> None:
