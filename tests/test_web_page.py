@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import pymupdf
 import pytest
 from PIL import Image
 
@@ -90,7 +91,8 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @contextmanager
 def _serve(root: Path, **settings: Any) -> Iterator[tuple[Services, str]]:
     """The real app and services with `settings` on a loopback port: (services, base URL)."""
-    config = Settings(data_dir=root / "data", ocr=OcrMode.never, extract_processes=0, **settings)
+    settings = {"ocr": OcrMode.never, "extract_processes": 0, **settings}
+    config = Settings(data_dir=root / "data", **settings)
     services = build_services(config, embedder=HashEmbedder())
     try:
         with LiveServer(services) as server:
@@ -109,6 +111,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, s
 def keyed_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, str]]:
     with _serve(tmp_path_factory.mktemp("web-key"), api_key=KEY) as served:
         yield served
+
+
+@pytest.fixture(scope="module")
+def scan_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, str]]:
+    with _serve(tmp_path_factory.mktemp("web-scan"), ocr=OcrMode.auto) as served:
+        yield served
+
+
+def _scan_of(data: bytes, dpi: int = 150) -> bytes:
+    """The first page of a PDF as a scan would have it: one image, no text layer."""
+    with pymupdf.open(stream=data, filetype="pdf") as source, pymupdf.open() as scan:
+        page = scan.new_page(width=source[0].rect.width, height=source[0].rect.height)
+        page.insert_image(page.rect, pixmap=source[0].get_pixmap(dpi=dpi))
+        return scan.tobytes()
 
 
 @pytest.fixture
@@ -184,6 +200,22 @@ def _highlight_share(shot: Image.Image, boxes: list[tuple[float, float, float, f
     return inside_hits / max(inside, 1), outside_hits / max(outside, 1)
 
 
+def _assert_highlighted(page: Any, boxes: list[Any], path: Path) -> None:
+    """The viewer's screenshot has the highlight colour inside the boxes and nowhere else."""
+    shot = page.locator("#viewer-image").screenshot(path=path)
+    inside, outside = _highlight_share(Image.open(io.BytesIO(shot)), boxes)
+    assert inside > 0.3, (inside, boxes)
+    assert outside < 0.002, outside
+
+
+def _highlight_boxes(base: str, question: str) -> tuple[dict[str, Any], list[Any]]:
+    """The first citation the API gives for `question`, and the boxes of its highlight_url."""
+    with httpx.Client(base_url=base, timeout=60) as client:
+        cited = client.post("/query", json={"question": question, "top_k": 5}).json()
+    first = cited["citations"][0]
+    return first, parse_highlight(parse_qs(urlsplit(first["highlight_url"]).query)["highlight"][0])
+
+
 def test_upload_ask_and_see_the_cited_region_highlighted(
     open_page: Any, site: tuple[Services, str], shots: Path
 ) -> None:
@@ -221,10 +253,7 @@ def test_upload_ask_and_see_the_cited_region_highlighted(
     )
     page.screenshot(path=shots / "answer.png", full_page=True)
 
-    with httpx.Client(base_url=base, timeout=60) as client:
-        cited = client.post("/query", json={"question": QUESTION, "top_k": 5}).json()
-    first = cited["citations"][0]
-    boxes = parse_highlight(parse_qs(urlsplit(first["highlight_url"]).query)["highlight"][0])
+    first, boxes = _highlight_boxes(base, QUESTION)
     x0, y0, x1, y1 = first["bbox"]
     # the crop is the cited box and its 16pt margin at 144 dpi, not the page
     assert abs(crop_size[0] - (x1 - x0 + 32) * 2) <= 4, crop_size
@@ -239,11 +268,8 @@ def test_upload_ask_and_see_the_cited_region_highlighted(
     expect(page.locator("#viewer-image")).to_have_attribute(
         "alt", re.compile("cited region highlighted")
     )
-    shot = page.locator("#viewer-image").screenshot(path=shots / "viewer-page.png")
+    _assert_highlighted(page, boxes, shots / "viewer-page.png")
     page.screenshot(path=shots / "viewer.png")
-    inside, outside = _highlight_share(Image.open(io.BytesIO(shot)), boxes)
-    assert inside > 0.3, (inside, boxes)
-    assert outside < 0.002, outside
 
     page.click("#viewer-next")
     expect(page.locator("#viewer-page")).to_have_text("Page 2 of 2")
@@ -330,6 +356,30 @@ def test_document_text_is_shown_as_text_never_as_markup(
     injected = "#answer-text b, #answer-text img, .citations b, .documents img, .quote img"
     assert page.locator(injected).count() == 0
     assert page.evaluate("() => window.pwned") is None
+    assert errors == []
+
+
+def test_a_scanned_page_is_cited_and_highlighted_the_same_way(
+    open_page: Any, scan_site: tuple[Services, str], shots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    _services, base = scan_site
+    page, errors = open_page(base, height=1800)
+    _drop(page, "kelud scan.pdf", _scan_of(fact_pdf(*FACTS["volcano.pdf"])))
+    row = page.locator("li.doc", has_text="kelud scan.pdf")
+    expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
+    row.locator("summary").click()
+    expect(row.locator("table.pages tbody tr")).to_contain_text("rapidocr")  # read by OCR
+
+    page.fill("#question", QUESTION)
+    page.click("#ask-button")
+    expect(page.locator("#answer-text")).to_contain_text("2014", timeout=SLOW_MS)
+    _wait_image(page, "#cite-1 img.crop")
+    page.locator("#cite-1 .crop-button").click()
+    _wait_image(page, "#viewer-image")
+    _, boxes = _highlight_boxes(base, QUESTION)
+    _assert_highlighted(page, boxes, shots / "viewer-scan.png")
     assert errors == []
 
 
