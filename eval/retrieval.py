@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: {exc.filename} not found (the benchmark reads ../shared/data in place)")
         return 0
     from eval.retrieval_index import llamaindex_retriever, open_folio
+    from retrieval.doc_names import NamedDocuments
     from retrieval.search import Retriever
 
     cases = corpus.cases
@@ -195,11 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     index = open_folio(corpus.name, corpus.pdfs, args.work, ocr=args.ocr)
     services = index.services
     _tune(services.store, args)
-    hybrid = Retriever(services.embedder, services.store)
-    chunk_hits = Retriever(services.embedder, services.store, page_hits=False)
-    dense = Retriever(services.embedder, services.store, lexical=False)
+    named = NamedDocuments(services.ledger.sources)
+    hybrid = Retriever(services.embedder, services.store, names=named)
+    unnamed = Retriever(services.embedder, services.store)
+    chunk_hits = Retriever(services.embedder, services.store, page_hits=False, names=named)
+    dense = Retriever(services.embedder, services.store, lexical=False, names=named)
     rows: list[tuple[str, list[Ranked]]] = [
         ("folio (hybrid)", _folio_ranked(hybrid, cases)),
+        ("folio (hybrid, no document names)", _folio_ranked(unnamed, cases)),
         ("folio (hybrid, chunk hits)", _folio_ranked(chunk_hits, cases)),
         ("folio (dense only)", _folio_ranked(dense, cases)),
     ]

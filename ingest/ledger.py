@@ -138,6 +138,11 @@ class Ledger:
             return int(self._rows("SELECT count(*) FROM documents")[0][0])
         return int(self._rows("SELECT count(*) FROM documents WHERE status = ?", (status,))[0][0])
 
+    def sources(self) -> dict[str, str]:
+        """doc_id -> file name of every document with points in the index (ok or partial)."""
+        rows = self._rows("SELECT doc_id, source FROM documents WHERE status IN ('ok', 'partial')")
+        return {doc_id: source for doc_id, source in rows}
+
     def _documents(self, where: str, args: Sequence[Any]) -> list[DocumentRecord]:
         with self._lock:
             rows = self._db.execute(

@@ -6,6 +6,7 @@ import logging
 import time
 
 from retrieval.answer import extractive_answer
+from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
 from retrieval.schema import Hit, QueryRequest, QueryResponse, ScoredChunk, SearchFilter
 from retrieval.store import VectorStore
@@ -45,6 +46,17 @@ def to_hit(scored: ScoredChunk) -> Hit:
     )
 
 
+def _distinct_chunks(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for hit in scored:
+        key = (hit.chunk.doc_id, hit.chunk.chunk_id)
+        if key not in seen:
+            seen.add(key)
+            kept.append(hit)
+    return kept[:limit]
+
+
 def distinct_pages(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
     """The best chunk of each page, best first, at most `limit` of them."""
     seen: set[tuple[str, int]] = set()
@@ -66,6 +78,10 @@ class Retriever:
     With `page_hits` (the default) a search returns the best chunk of each page, from `overfetch`
     times as many fused candidates: a page whose table or text is split into several chunks then
     takes one place in the results, not five (measured in docs/benchmarks.md).
+
+    With `names` (doc_id -> file name of the indexed documents), a question that names documents
+    ("3M's FY2018 capex") gets their best pages first, then the rest of the search; a request's
+    own `doc_ids` filter turns this off.
     """
 
     def __init__(
@@ -77,6 +93,7 @@ class Retriever:
         lexical: bool = True,
         page_hits: bool = True,
         overfetch: int = 4,
+        names: NamedDocuments | None = None,
     ) -> None:
         if embedder.dim != store.dim:
             raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
@@ -86,6 +103,7 @@ class Retriever:
         self.lexical = lexical
         self.page_hits = page_hits
         self.overfetch = max(1, overfetch)
+        self.names = names
 
     def search(
         self, question: str, top_k: int, flt: SearchFilter | None = None
@@ -93,10 +111,25 @@ class Retriever:
         """The `top_k` best chunks for the question, best first."""
         vector = self.embedder.embed_query(question)
         text = question if self.lexical else None
+        fetch = top_k if not self.page_hits else min(_MAX_FETCH, top_k * self.overfetch)
+        found = self.store.search(vector, fetch, flt, text=text)
+        named = self._named(question, flt)
+        if named is not None:
+            found = self.store.search(vector, fetch, named, text=text) + found
         if not self.page_hits:
-            return self.store.search(vector, top_k, flt, text=text)
-        fetched = self.store.search(vector, min(_MAX_FETCH, top_k * self.overfetch), flt, text=text)
-        return distinct_pages(fetched, top_k)
+            return _distinct_chunks(found, top_k)
+        return distinct_pages(found, top_k)
+
+    def _named(self, question: str, flt: SearchFilter | None) -> SearchFilter | None:
+        """The filter to the documents the question names, unless the caller chose documents."""
+        if self.names is None or (flt is not None and flt.doc_ids):
+            return None
+        doc_ids = self.names.match(question)
+        if not doc_ids:
+            return None
+        if flt is None:
+            return SearchFilter(doc_ids=doc_ids)
+        return flt.model_copy(update={"doc_ids": doc_ids})
 
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["sentence_spans", "terms"]
+__all__ = ["STOPWORDS", "sentence_spans", "terms"]
 
 _BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
 _ABBREVIATION_WORDS = """e.g i.e etc al fig figs no nos vs dr mr mrs ms prof eq eqs ref refs sec tab
@@ -21,7 +21,8 @@ no nor not now of off on once only or other our ours out over own same she shoul
 that the their theirs them then there these they this those through to too under until up very was
 we were what when where which while who whom why will with would you your yours tell show give
 list describe explain many much per"""
-_STOPWORDS = frozenset(_STOPWORD_LIST.split())
+STOPWORDS = frozenset(_STOPWORD_LIST.split())
+_STOPWORDS = STOPWORDS
 
 
 def _stem(token: str) -> str:

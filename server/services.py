@@ -12,6 +12,7 @@ from ingest.page_cache import PAGE_CACHE_FILE, SqlitePageCache
 from ingest.passwords import PASSWORDS_FILE
 from ingest.pipeline import IngestOptions, Ingestor
 from ingest.sync import Sync
+from retrieval.doc_names import NamedDocuments
 from retrieval.edge_store import EdgeStore
 from retrieval.embedder import Embedder, SentenceTransformerEmbedder
 from retrieval.search import Retriever
@@ -107,5 +108,5 @@ def build_services(
         events=events,
         ingestor=ingestor,
         sync=sync,
-        retriever=Retriever(embedder, store),
+        retriever=Retriever(embedder, store, names=NamedDocuments(ledger.sources)),
     )

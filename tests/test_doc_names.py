@@ -1,0 +1,109 @@
+"""Documents a question names: matched by their file names, searched first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval.doc_names import NamedDocuments, name_words
+from retrieval.edge_store import EdgeStore
+from retrieval.schema import Chunk, ChunkLine, Region, SearchFilter
+from retrieval.search import Retriever
+from tests.fakes import HashEmbedder
+
+SOURCES = {
+    "a" * 64: "3M_2018_10K.pdf",
+    "b" * 64: "3M_2022_10K.pdf",
+    "c" * 64: "BESTBUY_2023_10K.pdf",
+    "d" * 64: "MGMRESORTS_2022Q4_EARNINGS.pdf",
+    "e" * 64: "User_Manual_1500S_Classic_EN.pdf",
+    "f" * 64: "san-francisco-11-contents.pdf",
+    "9" * 64: "COCACOLA_2017_10K.pdf",
+}
+
+
+def _named(question: str) -> list[str]:
+    return [SOURCES[d] for d in NamedDocuments(lambda: SOURCES).match(question)]
+
+
+def test_name_words_drop_numbers_stopwords_and_short_words() -> None:
+    assert name_words("3M_2018_10K.pdf") == {"3m", "10k"}
+    assert name_words("User_Manual_1500S_Classic_EN.pdf") == {"user", "manual", "1500s", "classic"}
+    assert name_words("reports/san-francisco-11-contents.pdf") == {"san", "francisco", "contents"}
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is the FY2018 capital expenditure amount for 3M?", ["3M_2018_10K.pdf"]),
+        ("Is 3M a capital-intensive business based on FY2022 data?", ["3M_2022_10K.pdf"]),
+        ("Are Best Buy's gross margins consistent?", ["BESTBUY_2023_10K.pdf"]),
+        ("Highest EBITDAR for MGM during FY2022?", ["MGMRESORTS_2022Q4_EARNINGS.pdf"]),
+        ("What is the FY2017 return on assets for Coca Cola?", ["COCACOLA_2017_10K.pdf"]),
+        ("Which lines run in San Francisco?", ["san-francisco-11-contents.pdf"]),
+    ],
+)
+def test_questions_that_name_a_file(question: str, expected: list[str]) -> None:
+    assert _named(question) == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "how does the user reset the manual settings?",  # lower case: ordinary words, not names
+        "What is the total revenue in 2022?",  # a year alone names nothing
+        "What Is The Objective Of The Plan?",  # stopwords and words no file name holds
+        "",
+    ],
+)
+def test_questions_that_name_no_file(question: str) -> None:
+    assert _named(question) == []
+
+
+def test_names_follow_the_index() -> None:
+    sources = {"a" * 64: "NIKE_2021_10K.pdf"}
+    names = NamedDocuments(lambda: dict(sources))
+    assert names.match("What did Nike earn?") == ["a" * 64]
+    sources["b" * 64] = "COSTCO_2021_10K.pdf"
+    del sources["a" * 64]
+    assert names.match("What did Nike earn?") == []
+    assert names.match("What did Costco earn?") == ["b" * 64]
+
+
+def _chunk(doc_id: str, source: str, page: int, text: str) -> Chunk:
+    box = (10.0, 10.0, 200.0, 20.0)
+    return Chunk(
+        chunk_id=f"c{page:04d}",
+        doc_id=doc_id,
+        source=source,
+        kind="text",
+        text=text,
+        embed_text=text,
+        regions=[Region(page=page, bbox=box)],
+        lines=[ChunkLine(page=page, bbox=box, start=0, end=len(text))],
+    )
+
+
+def test_named_documents_come_first_and_a_filter_wins(tmp_path: Path) -> None:
+    embedder = HashEmbedder(dim=32)
+    store = EdgeStore(tmp_path / "index", embedder.dim)
+    other, named = "a" * 64, "b" * 64
+    sources = {other: "BOEING_2022_10K.pdf", named: "PFIZER_2021_10K.pdf"}
+    text = "Property, plant and equipment grew to 13,745 million dollars."
+    chunks = [_chunk(other, sources[other], p, text + " Aircraft." * p) for p in range(1, 4)] + [
+        _chunk(named, sources[named], 7, "Vaccines and medicines. Plant equipment grew.")
+    ]
+    store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+    names = NamedDocuments(lambda: sources)
+    question = "Did Pfizer grow its property, plant and equipment?"
+
+    plain = Retriever(embedder, store).search(question, 3)
+    assert plain[0].chunk.doc_id == other  # the text of the other filing matches better
+    first = Retriever(embedder, store, names=names).search(question, 3)
+    assert [h.chunk.doc_id for h in first] == [named, other, other]
+
+    chosen = SearchFilter(doc_ids=[other])
+    filtered = Retriever(embedder, store, names=names).search(question, 3, chosen)
+    assert {h.chunk.doc_id for h in filtered} == {other}
+    store.close()
