@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 from pydantic import BaseModel
@@ -33,6 +34,8 @@ from retrieval.text_terms import sentence_spans, terms
 __all__ = ["CheckedAnswer", "SupportThresholds", "check_answer", "marked_sentences"]
 
 _MARKER = re.compile(r"\[\s*(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\s*\]")
+_MARKS = rf"{_MARKER.pattern}(?:\s*{_MARKER.pattern})*"
+_MARKED_END = re.compile(rf"{_MARKS}\s*[.!?]+|[.!?]+\s*{_MARKS}")
 _RANK = {"supported": 0, "weak": 1, "unsupported": 2, "invalid": 3}
 
 
@@ -65,12 +68,17 @@ class CheckedAnswer:
 
 def marked_sentences(answer: str) -> list[MarkedSentence]:
     """The answer's sentences with the source numbers their markers name; a marker between two
-    sentences (`… 2014. [1] Ash …`) belongs to the sentence before it."""
+    sentences (`… 2014. [1] Ash …`) belongs to the sentence before it, and a marker next to end
+    punctuation ends a sentence whatever follows (`… 2014 [1]. reported …`)."""
     markers = list(_MARKER.finditer(answer))
     masked = answer
     for m in markers:  # markers become blanks, so `2014.[1] Ash` splits after the marker
         masked = masked[: m.start()] + " " * (m.end() - m.start()) + masked[m.end() :]
-    spans = sentence_spans(masked)
+    spans = [
+        (start + offset, end + offset)
+        for offset, stop in pairwise([0, *_hard_ends(answer), len(answer)])
+        for start, end in sentence_spans(masked[offset:stop])
+    ]
     if not spans:
         return []
     owned: list[list[int]] = [[] for _ in spans]
@@ -90,6 +98,15 @@ def marked_sentences(answer: str) -> list[MarkedSentence]:
             tuple(places[i]),
         )
         for i, (start, end) in enumerate(spans)
+    ]
+
+
+def _hard_ends(answer: str) -> list[int]:
+    """Where a marker next to end punctuation (`x [1].`, `x.[1]`) is followed by a blank."""
+    return [
+        m.end()
+        for m in _MARKED_END.finditer(answer)
+        if m.end() < len(answer) and answer[m.end()].isspace()
     ]
 
 

@@ -9,7 +9,7 @@
   kind (`tests.llm_stub_answers`);
 - `mixed`: 3-5 sentences of kinds drawn by a seeded generator, a quarter to a half faulty;
 - `error_500`: HTTP 500; `hang`: no answer until the stub closes; `garbage`: an event stream
-  whose data lines are not JSON.
+  whose data lines are not JSON; `break_midway`: a faithful answer that turns to garbage halfway.
 
 Every answer is recorded with the kind of each sentence (`answers`), and every request body
 (`requests`). Runs uvicorn in a thread, as `tests.ocr_simulator` does.
@@ -52,13 +52,14 @@ class Behaviour(StrEnum):
     error_500 = "error_500"
     hang = "hang"
     garbage = "garbage"
+    break_midway = "break_midway"
 
 
 _FAULTS = (Kind.miscite, Kind.fabricate, Kind.out_of_range, Kind.swap_number)
 
 
 def _kinds(behaviour: Behaviour, rng: random.Random) -> list[Kind]:
-    if behaviour is Behaviour.faithful:
+    if behaviour in (Behaviour.faithful, Behaviour.break_midway):
         return [Kind.paraphrase, Kind.faithful, Kind.faithful]
     if behaviour is Behaviour.mixed:
         kinds = [rng.choice([Kind.faithful, Kind.paraphrase]) for _ in range(rng.randint(3, 5))]
@@ -154,7 +155,9 @@ class LlmStub:
             self.answers.append(answer)
         if not body.get("stream"):
             return JSONResponse(_completion(body, answer.text))
-        return StreamingResponse(_stream(body, answer.text), media_type="text/event-stream")
+        broken = behaviour is Behaviour.break_midway
+        stream = _stream(body, answer.text, broken=broken)
+        return StreamingResponse(stream, media_type="text/event-stream")
 
 
 def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
@@ -173,7 +176,7 @@ def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
     }
 
 
-async def _stream(body: dict[str, Any], text: str) -> AsyncIterator[str]:
+async def _stream(body: dict[str, Any], text: str, *, broken: bool = False) -> AsyncIterator[str]:
     base = {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion.chunk",
@@ -186,7 +189,11 @@ async def _stream(body: dict[str, Any], text: str) -> AsyncIterator[str]:
         return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in _pieces(text):
+    pieces = _pieces(text)
+    for i, piece in enumerate(pieces):
+        if broken and i == len(pieces) // 2:
+            yield "data: {'truncated\n\n"
+            return
         yield chunk({"content": piece})
         await asyncio.sleep(0)
     yield chunk({}, "stop")

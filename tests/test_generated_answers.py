@@ -204,6 +204,22 @@ def test_the_stream_falls_back_in_one_token_and_refuses_bad_requests_as_json(
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_request"
 
 
+def test_a_stream_broken_midway_goes_on_with_the_extractive_answer(
+    live: tuple[Services, str], stub: LlmStub
+) -> None:
+    _, base = live
+    stub.behaviour = Behaviour.break_midway
+    events = _events(base, {"question": QUESTION})
+    kinds = [k for k, _ in events]
+    assert kinds[-3:] == ["token", "citations", "done"] and len(kinds) > 5
+    done = QueryResponse.model_validate(events[-1][1])
+    assert done.mode == "extractive" and done.llm_error is not None
+    assert done.llm_error.code == "llm_bad_output"
+    streamed = "".join(str(d["text"]) for k, d in events[:-3])
+    assert stub.answers[-1].text.startswith(streamed) and streamed  # half the answer came first
+    assert events[-3][1]["text"] == done.answer and KELUD in done.answer
+
+
 def test_without_an_llm_the_answer_is_extractive(live: tuple[Services, str]) -> None:
     services, _ = live
     hits = services.retriever.search(QUESTION, 5)
@@ -237,6 +253,9 @@ def test_markers_belong_to_their_sentence_and_unkept_ones_leave_the_text() -> No
         "Bread is baked.",
     ]
     assert marked_sentences("No marker here.")[0].markers == ()
+    # a marker at end punctuation ends the sentence even before a lower-case fragment
+    fragments = marked_sentences("reported on the NYSE [3]. as of May [4]. it rose [1].")
+    assert [s.markers for s in fragments] == [(3,), (4,), (1,)]
 
 
 def test_numbers_match_whatever_their_separators(live: tuple[Services, str]) -> None:
