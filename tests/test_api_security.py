@@ -128,6 +128,13 @@ def test_question_length_and_top_k_limits_are_clear_422s(guarded: ApiApp) -> Non
     big = b"%PDF-1.7\n" + b"0" * (1 << 20)
     upload = client.post("/documents", files={"file": ("big.pdf", big)}, headers=AUTH)
     _is_error(upload, 413, "too_large")
+    form = {**AUTH, "Content-Type": "multipart/form-data; boundary=folio"}
+    huge = client.post("/documents", content=b"x" * (3 << 20), headers=form)
+    assert "1 MiB" in _is_error(huge, 413, "too_large")["message"]  # refused unread
+    chunked = client.post("/documents", content=iter([b"x" * (1 << 20)] * 3), headers=form)
+    assert "content-length" not in chunked.request.headers
+    _is_error(chunked, 413, "too_large")  # refused once 2 MiB (1 + slack) had come in
+    _is_error(client.post("/query", content=b"x" * (3 << 20), headers=AUTH), 413, "too_large")
 
 
 def test_ids_pages_and_boxes_are_validated(guarded: ApiApp) -> None:
