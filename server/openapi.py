@@ -67,6 +67,11 @@ def _schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
                     "description": description,
                     "content": {"application/json": {"schema": dict(_REF)}},
                 }
+            if "requestBody" in operation:
+                responses["413"] = {
+                    "description": "request body over the upload limit (FOLIO_MAX_UPLOAD_MB)",
+                    "content": {"application/json": {"schema": dict(_REF)}},
+                }
             operation["security"] = [{"bearer": []}] if guarded else []
     query = schemas.get("QueryRequest", {}).get("properties", {})
     if "question" in query:

@@ -209,6 +209,8 @@ def test_openapi_types_every_route_and_documents_the_error_shape(guarded: ApiApp
         for status in ("404", "422", "500"):
             error = op["responses"][status]["content"]["application/json"]["schema"]
             assert error == {"$ref": "#/components/schemas/ErrorBody"}, (where, status)
+        if "requestBody" in op:
+            assert op["responses"]["413"]["content"]["application/json"]["schema"] == error, where
         guarded_route = path != "/health"
         assert ("401" in op["responses"]) is guarded_route, where
     docs = {f"{m.upper()} {p}" for p, m, _ in operations}
