@@ -32,11 +32,20 @@ def read_pdf_bytes(path_or_bytes: Path | str | bytes) -> tuple[bytes, str]:
         raise BadInputError(f"{path.name}: cannot be read ({exc.strerror or exc})") from exc
 
 
+def _is_text(data: bytes) -> bool:
+    """UTF-8 without control characters other than whitespace (random bytes rarely are)."""
+    try:
+        text = data.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        text = data[: exc.start].decode("utf-8") if exc.start > len(data) - 4 else "\0"
+    return all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
 def _describe_non_pdf(data: bytes) -> str:
     head = data[:_MAGIC_WINDOW].lstrip().lower()
     if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
         return "is an HTML page, not a PDF"
-    if head.startswith(b"<?xml") or head.startswith(b"<"):
+    if head.startswith(b"<") and _is_text(head[:256]):
         return "is XML/markup, not a PDF"
     if head.startswith(b"pk\x03\x04"):
         return "is a ZIP archive (maybe an Office file), not a PDF"

@@ -19,6 +19,7 @@ from ingest.guards import PdfLimits, check_pdf, inflated_size
 from ingest.pipeline import IngestOptions
 from ocr_engine.errors import BadInputError
 from ocr_engine.options import ExtractOptions, OcrMode
+from ocr_engine.pdf import open_pdf
 from server.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
@@ -211,3 +212,15 @@ def test_folio_docs_lists_failures_with_index_counts(
     assert {r["doc_id"]: r["chunks"] for r in json.loads(after.stdout)} == {
         r["doc_id"]: r["chunks"] for r in by_name.values()
     }, "retrying the failures touched no other document"
+
+
+def test_binary_that_starts_with_a_bracket_is_not_called_markup(tmp_path: Path) -> None:
+    """Random bytes begin with `<` one time in 256: the reason must still be the signature."""
+    binary = tmp_path / "binary.pdf"
+    binary.write_bytes(b"<\x8f\x00\x13" + bytes(range(256)) * 8)
+    markup = tmp_path / "markup.pdf"
+    markup.write_bytes(b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"/>')
+    with pytest.raises(BadInputError, match="signature"):
+        open_pdf(binary)
+    with pytest.raises(BadInputError, match="XML/markup"):
+        open_pdf(markup)
