@@ -16,10 +16,11 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import PurePath
+from typing import NamedTuple
 
 from retrieval.text_terms import STOPWORDS
 
-__all__ = ["NamedDocuments", "name_words"]
+__all__ = ["NameMatch", "NamedDocuments", "name_words"]
 
 _SPLIT = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[&'’][A-Za-z0-9]+)*")
@@ -50,26 +51,37 @@ def _written_as_name(index: int, word: str) -> bool:
     return (index > 0 and word[0].isupper()) or word.isupper() or _mixed(word)
 
 
-def _question_names(question: str) -> tuple[set[str], set[str]]:
-    """(words and runs of words written as names, acronyms that may start a name word)."""
-    words = [m.group() for m in _WORD.finditer(question)]
-    flags = [_written_as_name(i, w) for i, w in enumerate(words)]
-    names: set[str] = set()
-    acronyms: set[str] = set()
-    for i, word in enumerate(words):
+Span = tuple[int, int]
+
+
+def _question_names(question: str) -> tuple[dict[str, Span], dict[str, Span]]:
+    """(words and runs of words written as names, acronyms that may start a name word), each
+    with the span of the question it covers."""
+    found = list(_WORD.finditer(question))
+    flags = [_written_as_name(i, m.group()) for i, m in enumerate(found)]
+    names: dict[str, Span] = {}
+    acronyms: dict[str, Span] = {}
+    for i, match in enumerate(found):
         if not flags[i]:
             continue
-        names.add(_norm(word))
-        bare = _norm(word)
+        word, bare = match.group(), _norm(match.group())
+        names.setdefault(bare, match.span())
         if word[: len(bare)].isupper() and len(bare) >= 3 and bare.isalpha():
-            acronyms.add(bare)
-        run = _norm(word)
-        for j in range(i + 1, min(len(words), i + _MAX_RUN)):
+            acronyms.setdefault(bare, match.span())
+        run = bare
+        for j in range(i + 1, min(len(found), i + _MAX_RUN)):
             if not flags[j]:
                 break
-            run += _norm(words[j])
-            names.add(run)
+            run += _norm(found[j].group())
+            names.setdefault(run, (match.start(), found[j].end()))
     return names, acronyms
+
+
+class NameMatch(NamedTuple):
+    doc_ids: list[str]
+    rest: str
+    """The question without the names it matched (they no longer tell the named files' pages
+    apart), for the lexical search inside those files."""
 
 
 class NamedDocuments:
@@ -94,21 +106,35 @@ class NamedDocuments:
             }
             self._df = Counter(w for _, words, _ in self._words.values() for w in words)
 
-    def match(self, question: str) -> list[str]:
-        """The doc_ids the question names, best first; empty when it names none."""
+    def match(self, question: str) -> NameMatch:
+        """The doc_ids the question names, best first (empty when it names none)."""
         self._refresh()
         names, acronyms = _question_names(question)
-        if not names:
-            return []
         years = set(_YEAR.findall(question))
         n = len(self._words)
         scores: dict[str, float] = {}
+        spans: dict[str, list[Span]] = {}
         for doc_id, (_, words, doc_years) in self._words.items():
-            hit = [w for w in words if w in names or any(w.startswith(a) for a in acronyms)]
+            hit = {w: names[w] for w in words if w in names}
+            hit |= {w: span for w in words for a, span in acronyms.items() if w.startswith(a)}
             if hit:
                 idf = sum(math.log(1 + n / self._df[w]) for w in hit)
                 scores[doc_id] = idf + 0.5 * len(doc_years & years)
+                spans[doc_id] = list(hit.values())
         if not scores:
-            return []
+            return NameMatch([], question)
         best = max(scores.values())
-        return sorted(d for d, s in scores.items() if s == best)
+        chosen = sorted(d for d, s in scores.items() if s == best)
+        return NameMatch(chosen, _without(question, [sp for d in chosen for sp in spans[d]]))
+
+
+def _without(text: str, spans: list[Span]) -> str:
+    kept, at = [], 0
+    for start, end in sorted(spans):
+        if start >= at:
+            kept.append(text[at:start])
+            at = end
+        else:
+            at = max(at, end)
+    kept.append(text[at:])
+    return " ".join("".join(kept).split())

@@ -115,21 +115,23 @@ class Retriever:
         found = self.store.search(vector, fetch, flt, text=text)
         named = self._named(question, flt)
         if named is not None:
-            found = self.store.search(vector, fetch, named, text=text) + found
+            narrowed, rest = named
+            first = self.store.search(vector, fetch, narrowed, text=rest if text else None)
+            found = first + found
         if not self.page_hits:
             return _distinct_chunks(found, top_k)
         return distinct_pages(found, top_k)
 
-    def _named(self, question: str, flt: SearchFilter | None) -> SearchFilter | None:
-        """The filter to the documents the question names, unless the caller chose documents."""
+    def _named(self, question: str, flt: SearchFilter | None) -> tuple[SearchFilter, str] | None:
+        """The filter to the documents the question names and the question without their names,
+        unless the caller chose documents."""
         if self.names is None or (flt is not None and flt.doc_ids):
             return None
-        doc_ids = self.names.match(question)
+        doc_ids, rest = self.names.match(question)
         if not doc_ids:
             return None
-        if flt is None:
-            return SearchFilter(doc_ids=doc_ids)
-        return flt.model_copy(update={"doc_ids": doc_ids})
+        narrowed = (flt or SearchFilter()).model_copy(update={"doc_ids": doc_ids})
+        return narrowed, rest or question
 
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""
