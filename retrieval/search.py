@@ -16,6 +16,7 @@ __all__ = ["InvalidQueryError", "Retriever", "distinct_pages", "search_filter"]
 logger = logging.getLogger(__name__)
 
 _MAX_FETCH = 400  # fused candidates asked for at most (QueryRequest.top_k is at most 100)
+_AGREEMENT_WINDOW = 10  # a named document must be among the plain search's first chunks
 
 
 class InvalidQueryError(ValueError):
@@ -80,8 +81,9 @@ class Retriever:
     takes one place in the results, not five (measured in docs/benchmarks.md).
 
     With `names` (doc_id -> file name of the indexed documents), a question that names documents
-    ("3M's FY2018 capex") gets their best pages first, then the rest of the search; a request's
-    own `doc_ids` filter turns this off.
+    ("3M's FY2018 capex") gets their best pages first, then the rest of the search, provided the
+    plain search finds one of them among its first chunks too; a request's own `doc_ids` filter
+    turns this off.
     """
 
     def __init__(
@@ -112,15 +114,25 @@ class Retriever:
         vector = self.embedder.embed_query(question)
         text = question if self.lexical else None
         fetch = top_k if not self.page_hits else min(_MAX_FETCH, top_k * self.overfetch)
+        if self.names is not None:
+            fetch = max(fetch, _AGREEMENT_WINDOW)
         found = self.store.search(vector, fetch, flt, text=text)
         named = self._named(question, flt)
-        if named is not None:
+        if named is not None and self._agrees(named[0], found):
             narrowed, rest = named
             first = self.store.search(vector, fetch, narrowed, text=rest if text else None)
             found = first + found
         if not self.page_hits:
             return _distinct_chunks(found, top_k)
         return distinct_pages(found, top_k)
+
+    @staticmethod
+    def _agrees(named: SearchFilter, found: list[ScoredChunk]) -> bool:
+        """Whether the plain search also finds a named document among its first chunks: a name
+        the content does not back ("China's largest cloud provider" beside `US-Views-on-China`)
+        is ignored."""
+        wanted = set(named.doc_ids or ())
+        return any(hit.chunk.doc_id in wanted for hit in found[:_AGREEMENT_WINDOW])
 
     def _named(self, question: str, flt: SearchFilter | None) -> tuple[SearchFilter, str] | None:
         """The filter to the documents the question names and the question without their names,

@@ -120,3 +120,20 @@ def test_named_documents_come_first_and_a_filter_wins(tmp_path: Path) -> None:
     filtered = Retriever(embedder, store, names=names).search(question, 3, chosen)
     assert {h.chunk.doc_id for h in filtered} == {other}
     store.close()
+
+
+def test_a_name_the_content_does_not_back_is_ignored(tmp_path: Path) -> None:
+    embedder = HashEmbedder(dim=32)
+    store = EdgeStore(tmp_path / "index", embedder.dim)
+    other, named = "a" * 64, "b" * 64
+    sources = {other: "cloud_report.pdf", named: "US-Views-on-China.pdf"}
+    text = "The largest cloud provider runs data centers in many cities."
+    chunks = [_chunk(other, sources[other], p, f"{text} Site {p}.") for p in range(1, 13)]
+    chunks.append(_chunk(named, sources[named], 1, "Survey of opinions on trade and tariffs."))
+    store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+    question = "How many data centers does China's largest cloud provider have?"
+    assert NamedDocuments(lambda: sources).match(question).doc_ids == [named]
+
+    hits = Retriever(embedder, store, names=NamedDocuments(lambda: sources)).search(question, 5)
+    assert {h.chunk.doc_id for h in hits} == {other}
+    store.close()
