@@ -84,41 +84,50 @@ class NameMatch(NamedTuple):
     apart), for the lexical search inside those files."""
 
 
+class _NameIndex(NamedTuple):
+    words: dict[str, tuple[frozenset[str], frozenset[str]]]  # doc_id -> (name words, years)
+    df: Counter[str]  # name word -> how many file names hold it
+
+    @classmethod
+    def of(cls, sources: Mapping[str, str]) -> _NameIndex:
+        words = {
+            d: (name_words(s), frozenset(_YEAR.findall(PurePath(s).stem)))
+            for d, s in sources.items()
+        }
+        return cls(words, Counter(w for names, _ in words.values() for w in names))
+
+
 class NamedDocuments:
     """Which indexed documents a question names, from `sources()`: doc_id -> file name."""
 
     def __init__(self, sources: Callable[[], Mapping[str, str]]) -> None:
         self._sources = sources
         self._lock = threading.Lock()
-        self._words: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {}
-        self._df: Counter[str] = Counter()
+        self._seen: Mapping[str, str] = {}
+        self._index = _NameIndex({}, Counter())
 
-    def _refresh(self) -> None:
+    def _current(self) -> _NameIndex:
+        """The name index of the documents indexed now, rebuilt only when they changed."""
         current = self._sources()
         with self._lock:
-            if len(current) == len(self._words) and all(
-                self._words.get(d, ("",))[0] == s for d, s in current.items()
-            ):
-                return
-            self._words = {
-                d: (s, name_words(s), frozenset(_YEAR.findall(PurePath(s).stem)))
-                for d, s in current.items()
-            }
-            self._df = Counter(w for _, words, _ in self._words.values() for w in words)
+            if current != self._seen:
+                self._seen = dict(current)
+                self._index = _NameIndex.of(current)
+            return self._index
 
     def match(self, question: str) -> NameMatch:
         """The doc_ids the question names, best first (empty when it names none)."""
-        self._refresh()
+        index = self._current()
         names, acronyms = _question_names(question)
         years = set(_YEAR.findall(question))
-        n = len(self._words)
+        n = len(index.words)
         scores: dict[str, float] = {}
         spans: dict[str, list[Span]] = {}
-        for doc_id, (_, words, doc_years) in self._words.items():
+        for doc_id, (words, doc_years) in index.words.items():
             hit = {w: names[w] for w in words if w in names}
             hit |= {w: span for w in words for a, span in acronyms.items() if w.startswith(a)}
             if hit:
-                idf = sum(math.log(1 + n / self._df[w]) for w in hit)
+                idf = sum(math.log(1 + n / index.df[w]) for w in hit)
                 scores[doc_id] = idf + 0.5 * len(doc_years & years)
                 spans[doc_id] = list(hit.values())
         if not scores:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Hashable
 
 from retrieval.answer import extractive_answer
 from retrieval.doc_names import NamedDocuments
@@ -47,29 +48,23 @@ def to_hit(scored: ScoredChunk) -> Hit:
     )
 
 
-def _distinct_chunks(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
-    seen: set[tuple[str, str]] = set()
+def _distinct(
+    scored: list[ScoredChunk], limit: int, key: Callable[[ScoredChunk], Hashable]
+) -> list[ScoredChunk]:
+    seen: set[Hashable] = set()
     kept = []
     for hit in scored:
-        key = (hit.chunk.doc_id, hit.chunk.chunk_id)
-        if key not in seen:
-            seen.add(key)
-            kept.append(hit)
-    return kept[:limit]
-
-
-def distinct_pages(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
-    """The best chunk of each page, best first, at most `limit` of them."""
-    seen: set[tuple[str, int]] = set()
-    kept = []
-    for hit in scored:
-        key = (hit.chunk.doc_id, hit.chunk.page)
-        if key not in seen:
-            seen.add(key)
+        if (k := key(hit)) not in seen:
+            seen.add(k)
             kept.append(hit)
             if len(kept) == limit:
                 break
     return kept
+
+
+def distinct_pages(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
+    """The best chunk of each page, best first, at most `limit` of them."""
+    return _distinct(scored, limit, lambda hit: (hit.chunk.doc_id, hit.chunk.page))
 
 
 class Retriever:
@@ -123,7 +118,7 @@ class Retriever:
             first = self.store.search(vector, fetch, narrowed, text=rest if text else None)
             found = first + found
         if not self.page_hits:
-            return _distinct_chunks(found, top_k)
+            return _distinct(found, top_k, lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id))
         return distinct_pages(found, top_k)
 
     @staticmethod
