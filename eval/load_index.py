@@ -16,9 +16,11 @@ import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
+
+from eval.retrieval_cache import edge_points
 
 __all__ = ["LoadIndex", "build_load_index", "source_indexes"]
 
@@ -72,29 +74,10 @@ def _documents(data_dir: Path) -> dict[str, tuple[str, int, int]]:
 
 def _read_points(index_dir: Path) -> dict[str, list[tuple[Any, list[float]]]]:
     """Every point of a Qdrant Edge index as (chunk, dense vector), grouped by document."""
-    import qdrant_edge as qe
-
-    from retrieval.store_common import VECTOR_NAME, chunk_from_payload
-
-    shard = qe.EdgeShard.load(str(index_dir), None)
     by_doc: dict[str, list[tuple[Any, list[float]]]] = defaultdict(list)
-    offset = None
-    try:
-        while True:
-            request = qe.ScrollRequest(
-                offset=offset, limit=512, with_payload=True, with_vector=True
-            )
-            records, offset = shard.scroll(request)
-            for record in records:
-                named = record.vector
-                vector = named.get(VECTOR_NAME) if isinstance(named, dict) else None
-                if isinstance(vector, list):
-                    chunk = chunk_from_payload(record.payload)
-                    by_doc[chunk.doc_id].append((chunk, cast(list[float], vector)))
-            if offset is None:
-                break
-    finally:
-        shard.close()
+    for points in edge_points(index_dir):
+        for chunk, vector in points:
+            by_doc[chunk.doc_id].append((chunk, vector))
     return by_doc
 
 

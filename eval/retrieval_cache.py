@@ -12,14 +12,16 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from retrieval.embedder import Embedder
+from retrieval.schema import Chunk
 
-__all__ = ["CachedEmbedder", "fingerprint", "seed_from_edge_index"]
+__all__ = ["CachedEmbedder", "edge_points", "fingerprint", "seed_from_edge_index"]
 
 log = logging.getLogger(__name__)
 
@@ -119,35 +121,40 @@ class CachedEmbedder:
             self._db.close()
 
 
-def seed_from_edge_index(cache: CachedEmbedder, index_dir: Path) -> int:
-    """Copy (embedded text, dense vector) of every point of a Qdrant Edge index into `cache`."""
+def edge_points(index_dir: Path, batch: int = 512) -> Iterator[list[tuple[Chunk, list[float]]]]:
+    """Every point of a Qdrant Edge index as (chunk, dense vector), `batch` points at a time."""
     import qdrant_edge as qe
 
     from retrieval.store_common import VECTOR_NAME, chunk_from_payload
 
     shard = qe.EdgeShard.load(str(index_dir), None)
-    seeded = 0
     offset = None
     try:
         while True:
             request = qe.ScrollRequest(
-                offset=offset, limit=512, with_payload=True, with_vector=True
+                offset=offset, limit=batch, with_payload=True, with_vector=True
             )
             records, offset = shard.scroll(request)
-            texts, vectors = [], []
+            points = []
             for record in records:
                 named = record.vector
                 vector = named.get(VECTOR_NAME) if isinstance(named, dict) else None
-                if not isinstance(vector, list):
-                    continue
-                texts.append(chunk_from_payload(record.payload).embed_text)
-                vectors.append(vector)
-            if texts:
-                cache.put_texts(texts, np.asarray(vectors, dtype=np.float32))
-                seeded += len(texts)
+                if isinstance(vector, list):
+                    points.append((chunk_from_payload(record.payload), cast(list[float], vector)))
+            yield points
             if offset is None:
                 break
     finally:
         shard.close()
+
+
+def seed_from_edge_index(cache: CachedEmbedder, index_dir: Path) -> int:
+    """Copy (embedded text, dense vector) of every point of a Qdrant Edge index into `cache`."""
+    seeded = 0
+    for points in edge_points(index_dir):
+        if points:
+            texts = [chunk.embed_text for chunk, _ in points]
+            cache.put_texts(texts, np.asarray([v for _, v in points], dtype=np.float32))
+            seeded += len(points)
     log.info("seeded %d embeddings from %s", seeded, index_dir)
     return seeded

@@ -17,7 +17,7 @@ from typing import Any
 
 from eval.retrieval_cache import CachedEmbedder, fingerprint
 
-__all__ = ["FolioIndex", "llamaindex_retriever", "open_folio"]
+__all__ = ["FolioIndex", "build_recipe_index", "llamaindex_retriever", "open_folio"]
 
 log = logging.getLogger(__name__)
 
@@ -119,24 +119,11 @@ def _llamaindex_embedding() -> Any:
     return HuggingFaceEmbedding(model_name=str(get_model_path()), device="cpu")
 
 
-def llamaindex_retriever(corpus: str, pdfs: list[Path], work: Path, top_k: int) -> Any:
-    """The recipe's retriever over `pdfs`, built now unless persisted under `work` already."""
-    from llama_index.core import (
-        SimpleDirectoryReader,
-        StorageContext,
-        VectorStoreIndex,
-        load_index_from_storage,
-    )
+def build_recipe_index(pdfs: list[Path], embed: Any | None = None) -> tuple[Any, int]:
+    """The recipe's VectorStoreIndex over `pdfs` (not persisted) and the pages it read."""
+    from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
     from llama_index.core.node_parser import SentenceSplitter
 
-    embed = _llamaindex_embedding()
-    directory = work / f"llamaindex-{corpus}-{len(pdfs)}"
-    if (directory / "docstore.json").is_file():
-        log.info("reusing LlamaIndex index %s", directory)
-        storage = StorageContext.from_defaults(persist_dir=str(directory))
-        index = load_index_from_storage(storage, embed_model=embed)
-        return index.as_retriever(similarity_top_k=top_k)
-    started = time.perf_counter()
     documents = SimpleDirectoryReader(input_files=[str(p) for p in pdfs]).load_data()
     counters: dict[str, int] = {}
     for doc in documents:  # the reader yields one Document per page, in page order per file
@@ -150,8 +137,24 @@ def llamaindex_retriever(corpus: str, pdfs: list[Path], work: Path, top_k: int) 
     index = VectorStoreIndex.from_documents(
         documents,
         transformations=[SentenceSplitter(chunk_size=1024, chunk_overlap=200)],
-        embed_model=embed,
+        embed_model=embed or _llamaindex_embedding(),
     )
+    return index, len(documents)
+
+
+def llamaindex_retriever(corpus: str, pdfs: list[Path], work: Path, top_k: int) -> Any:
+    """The recipe's retriever over `pdfs`, built now unless persisted under `work` already."""
+    from llama_index.core import StorageContext, load_index_from_storage
+
+    embed = _llamaindex_embedding()
+    directory = work / f"llamaindex-{corpus}-{len(pdfs)}"
+    if (directory / "docstore.json").is_file():
+        log.info("reusing LlamaIndex index %s", directory)
+        storage = StorageContext.from_defaults(persist_dir=str(directory))
+        index = load_index_from_storage(storage, embed_model=embed)
+        return index.as_retriever(similarity_top_k=top_k)
+    started = time.perf_counter()
+    index, pages = build_recipe_index(pdfs, embed)
     index.storage_context.persist(persist_dir=str(directory))
-    log.info("LlamaIndex: %d pages in %.0f s", len(documents), time.perf_counter() - started)
+    log.info("LlamaIndex: %d pages in %.0f s", pages, time.perf_counter() - started)
     return index.as_retriever(similarity_top_k=top_k)
