@@ -16,13 +16,8 @@ import asyncio
 import itertools
 import logging
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +25,7 @@ import httpx
 
 from eval.load_index import build_load_index, source_indexes
 from eval.retrieval_data import DATASETS, load_corpus
+from eval.serving import folio_server
 
 __all__ = ["LevelResult", "main", "run_level"]
 
@@ -53,12 +49,6 @@ class LevelResult:
         if len(self.latencies_ms) < 2:
             return self.latencies_ms[0] if self.latencies_ms else float("nan")
         return statistics.quantiles(self.latencies_ms, n=100, method="inclusive")[q - 1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def run_level(
@@ -109,35 +99,6 @@ def _questions(data: Path) -> list[str]:
     return list(dict.fromkeys(mixed))
 
 
-@contextmanager
-def _server(data_dir: Path, log_file: Path, api_key: str | None) -> Iterator[str]:
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "FOLIO_API_KEY": api_key or ""}
-    cmd = [sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir)]
-    with log_file.open("wb") as out:
-        proc = subprocess.Popen([*cmd, "--port", str(port)], env=env, stdout=out, stderr=out)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 600
-        with httpx.Client(base_url=base, timeout=10) as client:
-            while True:
-                try:
-                    if client.get("/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start; see {log_file}")
-                time.sleep(0.5)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def _table(results: list[LevelResult]) -> str:
     rows = [
         "| clients | requests | throughput (req/s) | p50 (ms) | p99 (ms) | errors "
@@ -181,7 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(n) for n in args.clients.split(",") if n.strip()]
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else None
     results = []
-    with _server(index.directory, args.work / "server.log", args.api_key or None) as base:
+    server = folio_server(
+        index.directory,
+        env={"FOLIO_API_KEY": args.api_key or ""},
+        log_file=args.work / "server.log",
+        start_timeout_s=600,
+    )
+    with server as base:
         points = httpx.get(f"{base}/health", timeout=30).json()["points"]
         asyncio.run(run_level(base, questions, 1, args.warmup, top_k=args.top_k, headers=headers))
         for clients in levels:

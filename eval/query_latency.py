@@ -10,21 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from eval.serving import ServerDidNotStartError, folio_server
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,33 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: need {questions_file} and an index in {args.data_dir}")
         return 0
     questions = [json.loads(x)["question"] for x in questions_file.read_text().splitlines() if x]
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "server",
-        "serve",
-        "--data-dir",
-        str(args.data_dir),
-        "--port",
-        str(port),
-    ]
-    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
     try:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if client.get("/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    print("server did not start")
-                    return 1
-                time.sleep(0.2)
+        with folio_server(args.data_dir) as base, httpx.Client(base_url=base, timeout=30) as client:
             for q in questions[:10]:
                 client.post("/query", json={"question": q, "top_k": args.top_k})
             latencies, errors = [], 0
@@ -77,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
                 latencies.append((time.perf_counter() - t0) * 1000)
                 errors += r.status_code != 200
             points = client.get("/health").json()["points"]
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    except ServerDidNotStartError:
+        print("server did not start")
+        return 1
     q = statistics.quantiles(latencies, n=100)
     print(f"/query over {points} points, {args.n} sequential requests, top_k={args.top_k}")
     print(
