@@ -12,14 +12,23 @@ from fastapi import FastAPI, Query
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 
-from ingest.records import DocStatus, DocumentRecord, PageRecord, UnknownDocumentError
+from ingest.records import DocStatus, DocumentRecord, PageRecord
 from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
 from server.answers_api import router as answers_router
 from server.crops import router as crops_router
-from server.deps import ApiError, DocId, PageNumber, Svc, record_or_404
+from server.deps import (
+    ApiError,
+    DocId,
+    PageNumber,
+    Svc,
+    page_record_or_404,
+    record_or_404,
+    render_dpi,
+    rendering_errors,
+)
 from server.documents_api import router as documents_router
-from server.pages import PageOutOfRangeError, PageRenderer, parse_highlight
+from server.pages import PageRenderer, parse_highlight
 from server.services import Services
 from server.web import router as web_router
 from server.wiring import QUERY_LIMITS, install_api
@@ -77,15 +86,6 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     metrics = install_api(app, services)
 
-    def page_or_404(record: DocumentRecord, n: int) -> DocumentRecord:
-        if not 1 <= n <= record.pages:
-            raise ApiError(
-                404,
-                "page_out_of_range",
-                f"page {n} is out of range: {record.source} has {record.pages} pages",
-            )
-        return record
-
     @app.get("/health")
     def health(svc: Svc) -> Health:
         return Health(status="ok", documents=svc.ledger.count(), points=svc.store.count())
@@ -115,19 +115,11 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         highlight: Annotated[str | None, Query(max_length=4000)] = None,
         dpi: Annotated[int | None, Query(ge=36)] = None,
     ) -> Response:
-        page_or_404(record_or_404(svc, doc_id), n)
-        use_dpi = dpi or settings.render_dpi
-        if use_dpi > settings.max_render_dpi:
-            raise ApiError(422, "invalid_request", f"dpi must be <= {settings.max_render_dpi}")
-        try:
+        page_record_or_404(svc, doc_id, n)
+        use_dpi = render_dpi(svc, dpi, settings.render_dpi)
+        with rendering_errors(doc_id, "invalid_highlight"):
             boxes = parse_highlight(highlight)
             png = renderer.render_png(svc.files.pdf_path(doc_id), n, use_dpi, boxes)
-        except PageOutOfRangeError as exc:
-            raise ApiError(404, "page_out_of_range", str(exc)) from None
-        except UnknownDocumentError:
-            raise ApiError(404, "unknown_document", f"no PDF stored for {doc_id!r}") from None
-        except ValueError as exc:
-            raise ApiError(422, "invalid_highlight", str(exc)) from None
         return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
 
     @app.get("/documents/{doc_id}/pages/{n}/view", response_class=HTMLResponse)
@@ -137,7 +129,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         svc: Svc,
         highlight: Annotated[str | None, Query(max_length=4000)] = None,
     ) -> HTMLResponse:
-        record = page_or_404(record_or_404(svc, doc_id), n)
+        record = page_record_or_404(svc, doc_id, n)
         try:
             parse_highlight(highlight)
         except ValueError as exc:

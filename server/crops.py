@@ -9,9 +9,16 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from PIL import Image
 
-from ingest.records import UnknownDocumentError
-from server.deps import ApiError, DocId, PageNumber, Svc, record_or_404
-from server.pages import BBox, PageOutOfRangeError, PageRenderer, draw_boxes, parse_highlight
+from server.deps import (
+    ApiError,
+    DocId,
+    PageNumber,
+    Svc,
+    page_record_or_404,
+    render_dpi,
+    rendering_errors,
+)
+from server.pages import BBox, PageRenderer, draw_boxes, parse_highlight
 
 __all__ = ["CROP_DPI", "crop_image", "router"]
 
@@ -71,32 +78,17 @@ def page_crop(
     dpi: Annotated[int | None, Query(ge=36)] = None,
 ) -> Response:
     """The cited region of page `n` with a margin around it, `highlight` boxes drawn."""
-    record = record_or_404(svc, doc_id)
-    if not 1 <= n <= record.pages:
-        raise ApiError(
-            404,
-            "page_out_of_range",
-            f"page {n} is out of range: {record.source} has {record.pages} pages",
-        )
-    settings = svc.settings
-    use_dpi = dpi or min(CROP_DPI, settings.max_render_dpi)
-    if use_dpi > settings.max_render_dpi:
-        raise ApiError(422, "invalid_request", f"dpi must be <= {settings.max_render_dpi}")
+    page_record_or_404(svc, doc_id, n)
+    use_dpi = render_dpi(svc, dpi, min(CROP_DPI, svc.settings.max_render_dpi))
     try:
         region = _one_box(bbox)
         boxes = parse_highlight(highlight)
     except ValueError as exc:
         raise ApiError(422, "invalid_highlight", str(exc)) from None
     renderer = get_renderer(request)
-    try:
+    with rendering_errors(doc_id, "invalid_bbox"):
         page = renderer.image(svc.files.pdf_path(doc_id), n, use_dpi)
         image = crop_image(page, region, scale=use_dpi / 72.0, margin=margin, highlights=boxes)
-    except PageOutOfRangeError as exc:
-        raise ApiError(404, "page_out_of_range", str(exc)) from None
-    except UnknownDocumentError:
-        raise ApiError(404, "unknown_document", f"no PDF stored for {doc_id!r}") from None
-    except ValueError as exc:
-        raise ApiError(422, "invalid_bbox", str(exc)) from None
     out = io.BytesIO()
     image.save(out, format="PNG", compress_level=1)
     return Response(

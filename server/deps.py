@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -9,6 +11,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 
 from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
+from server.pages import PageOutOfRangeError
 from server.services import Services
 
 __all__ = [
@@ -19,7 +22,10 @@ __all__ = [
     "Svc",
     "error_response",
     "get_services",
+    "page_record_or_404",
     "record_or_404",
+    "render_dpi",
+    "rendering_errors",
 ]
 
 DOC_ID_PATTERN = r"^[0-9a-f]{64}$"
@@ -65,3 +71,36 @@ def record_or_404(svc: Services, doc_id: str) -> DocumentRecord:
         return svc.ledger.get(doc_id)
     except UnknownDocumentError:
         raise ApiError(404, "unknown_document", f"no document with id {doc_id!r}") from None
+
+
+def page_record_or_404(svc: Services, doc_id: str, n: int) -> DocumentRecord:
+    """The document's record when it has a page `n`."""
+    record = record_or_404(svc, doc_id)
+    if not 1 <= n <= record.pages:
+        raise ApiError(
+            404,
+            "page_out_of_range",
+            f"page {n} is out of range: {record.source} has {record.pages} pages",
+        )
+    return record
+
+
+def render_dpi(svc: Services, dpi: int | None, default: int) -> int:
+    """The resolution asked for (or `default`), refused above the configured maximum."""
+    use_dpi = dpi or default
+    if use_dpi > svc.settings.max_render_dpi:
+        raise ApiError(422, "invalid_request", f"dpi must be <= {svc.settings.max_render_dpi}")
+    return use_dpi
+
+
+@contextmanager
+def rendering_errors(doc_id: str, bad_value_code: str) -> Iterator[None]:
+    """Page rendering's errors as API errors; a ValueError is the caller's `bad_value_code`."""
+    try:
+        yield
+    except PageOutOfRangeError as exc:
+        raise ApiError(404, "page_out_of_range", str(exc)) from None
+    except UnknownDocumentError:
+        raise ApiError(404, "unknown_document", f"no PDF stored for {doc_id!r}") from None
+    except ValueError as exc:
+        raise ApiError(422, bad_value_code, str(exc)) from None
