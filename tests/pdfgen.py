@@ -88,12 +88,9 @@ def encrypted_pdf(password: str = "s3cret") -> bytes:
     return data
 
 
-def zero_page_pdf() -> bytes:
-    """A well-formed PDF whose page tree is empty (PyMuPDF refuses to save one, so write it)."""
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [] /Count 0 >>",
-    ]
+def raw_pdf(objects: list[bytes]) -> bytes:
+    """A PDF written object by object (1 = catalog), with a correct cross-reference table: for
+    what PyMuPDF will not make (fonts without Unicode, empty page trees, hostile objects)."""
     out = bytearray(b"%PDF-1.7\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -108,6 +105,15 @@ def zero_page_pdf() -> bytes:
         xref,
     )
     return bytes(out)
+
+
+def zero_page_pdf() -> bytes:
+    """A well-formed PDF whose page tree is empty (PyMuPDF refuses to save one, so write it)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [] /Count 0 >>",
+    ]
+    return raw_pdf(objects)
 
 
 BAD_INPUTS = {

@@ -24,32 +24,21 @@ from server.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.fakes import HashEmbedder
-from tests.pdfgen import FACTS, encrypted_pdf, fact_pdf, truncated_pdf, zero_page_pdf
+from tests.pdfgen import (
+    FACTS,
+    encrypted_pdf,
+    fact_pdf,
+    raw_pdf,
+    truncated_pdf,
+    zero_page_pdf,
+)
 from tests.test_e2e import LiveServer, _wait_for
 
 MiB = 1 << 20
 
 
-def _pdf(objects: list[bytes]) -> bytes:
-    """A PDF from object bodies (1 = catalog), with a correct cross-reference table."""
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
 def _one_page(contents: bytes, *, page_extra: bytes = b"") -> bytes:
-    return _pdf(
+    return raw_pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",

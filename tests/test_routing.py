@@ -10,7 +10,7 @@ from ocr_engine.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.routing import GARBAGE, INVISIBLE, NO_TEXT, ocr_reason
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
 from tests.conftest import shared_path
-from tests.pdfgen import FACTS, fact_pdf, image_page_pdf
+from tests.pdfgen import FACTS, fact_pdf, image_page_pdf, raw_pdf
 
 ENGINE = PyMuPDFEngine(detect_tables=False)  # routing reads characters, not tables
 
@@ -31,24 +31,6 @@ def scanned_page(doc: pymupdf.Document) -> pymupdf.Page:
     page = doc.new_page(width=400, height=500)
     page.insert_image(page.rect, pixmap=scan_image())
     return page
-
-
-def raw_pdf(objects: list[bytes]) -> bytes:
-    """A PDF written object by object (for fonts PyMuPDF will not make)."""
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
 
 
 def unmapped_glyphs_pdf(lines: int = 3) -> bytes:
