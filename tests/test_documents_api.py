@@ -12,6 +12,7 @@ import pytest
 from ocr_engine.options import OcrMode
 from server.services import Services, build_services
 from server.settings import Settings
+from tests.loopback import sse_events
 from tests.pdfgen import FACTS, fact_pdf, html_named_pdf
 from tests.test_e2e import LiveServer
 
@@ -30,18 +31,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, s
         services.close()
 
 
-def _events(response: httpx.Response) -> list[tuple[str, dict[str, object]]]:
-    """(kind, data) of each SSE message until the server ends the stream."""
-    out: list[tuple[str, dict[str, object]]] = []
-    kind = ""
-    for line in response.iter_lines():
-        if line.startswith("event: "):
-            kind = line[len("event: ") :]
-        elif line.startswith("data: "):
-            out.append((kind, json.loads(line[len("data: ") :])))
-    return out
-
-
 def test_upload_streams_progress_until_finished_then_is_searchable_and_deletable(
     live: tuple[Services, str],
 ) -> None:
@@ -57,7 +46,7 @@ def test_upload_streams_progress_until_finished_then_is_searchable_and_deletable
         assert body["duplicate"] is False and body["source"] == "kelud report.pdf"
         with client.stream("GET", body["events_url"]) as stream:
             assert stream.headers["content-type"].startswith("text/event-stream")
-            events = _events(stream)
+            events = sse_events(stream)
         assert events[-1][0] == "finished" and events[-1][1]["status"] == "ok"
         assert all(e[1]["doc_id"] == doc_id for e in events)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -21,20 +20,15 @@ from server.app import create_app
 from server.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
+from tests.loopback import free_port
 from tests.pdfgen import BAD_INPUTS, FACTS, fact_pdf
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LiveServer:
     """uvicorn serving the app in a thread on a loopback port."""
 
     def __init__(self, services: Services) -> None:
-        port = _free_port()
+        port = free_port()
         config = uvicorn.Config(
             create_app(services), host="127.0.0.1", port=port, log_level="warning"
         )

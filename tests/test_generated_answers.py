@@ -7,7 +7,6 @@ loopback) as the LLM; nothing is patched.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Iterator
 
@@ -24,6 +23,7 @@ from server.settings import Settings
 from tests.fakes import HashEmbedder
 from tests.llm_stub import Behaviour, LlmStub
 from tests.llm_stub_answers import EXPECTED, Kind
+from tests.loopback import sse_events
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_e2e import LiveServer
 
@@ -70,17 +70,10 @@ def _ask(base: str, stub: LlmStub, behaviour: Behaviour) -> QueryResponse:
 
 
 def _events(base: str, body: dict[str, object]) -> list[tuple[str, dict[str, object]]]:
-    out: list[tuple[str, dict[str, object]]] = []
     with httpx.stream("POST", f"{base}/query/stream", json=body, timeout=30) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
-        kind = ""
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                kind = line[len("event: ") :]
-            elif line.startswith("data: "):
-                out.append((kind, json.loads(line[len("data: ") :])))
-    return out
+        return sse_events(response)
 
 
 def _markers(text: str) -> list[int]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from ocr_engine.schema import PageStatus
 from retrieval.schema import QueryRequest
 from server.services import Services, build_services
 from server.settings import Settings
+from tests.loopback import closed_port_url
 from tests.ocr_simulator import OcrSimulator
 from tests.pdfgen import FACTS, fact_pdf
 
@@ -36,13 +36,6 @@ def scanned(text_pdf: bytes, *, keep_text_pages: tuple[int, ...] = ()) -> bytes:
     out.close()
     source.close()
     return data
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture(scope="module")

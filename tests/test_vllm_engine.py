@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -18,6 +17,7 @@ from ocr_engine.render import render_page
 from ocr_engine.schema import BlockType, Page, PageStatus
 from ocr_engine.vllm_engine import VLLMEngine
 from tests.conftest import SHARED_DATA, shared_path
+from tests.loopback import closed_port_url
 from tests.ocr_simulator import Fault, OcrSimulator
 from tests.pdfgen import FACTS, encrypted_pdf, fact_pdf, random_bytes
 
@@ -46,13 +46,6 @@ def many_pages(count: int) -> bytes:
     data = doc.tobytes()
     doc.close()
     return data
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture
