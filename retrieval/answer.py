@@ -1,8 +1,9 @@
 """Extractive answers: the best-supported sentences of the top hits, each cited to its lines.
 
 Sentences of the top hits are scored by the question terms they contain (weighted by an IDF over
-the candidate sentences, numbers weigh more) times the hit's relative score. A citation points at
-the union of the chunk lines that overlap the cited sentences, not at the whole chunk.
+the candidate sentences, numbers weigh more) times the hit's relative score. The answer gives them
+best first, each with a citation of its own that points at the sentence's part of the chunk lines
+it spans, not at the whole chunk.
 """
 
 from __future__ import annotations
@@ -11,15 +12,24 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from retrieval.evidence import locate
-from retrieval.schema import Citation, ScoredChunk, Support
+from retrieval.schema import Chunk, Citation, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, terms
+
+if TYPE_CHECKING:
+    from retrieval.embedder import Embedder
 
 __all__ = ["NO_MATCH_ANSWER", "Answer", "cite", "extractive_answer", "sentence_spans", "terms"]
 
 NO_MATCH_ANSWER = "No indexed passage matches the question."
+DENSE_POOL = 12
+DENSE_KEEP = 0.8
+
+
+PageRange = tuple[int | None, int | None]
+"""First and last page (either open) that cited sentences must touch."""
 
 
 class Answer(NamedTuple):
@@ -36,11 +46,16 @@ class _Sentence:
     terms: frozenset[str]
 
 
-def _candidates(hits: Sequence[ScoredChunk]) -> list[_Sentence]:
+def _candidates(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> list[_Sentence]:
+    """The sentences of the hits; with a page range, those with a line on one of its pages."""
+    low, high = pages
     sentences = []
     for index, hit in enumerate(hits):
         text = hit.chunk.text
         for start, end in sentence_spans(text):
+            on = [ln.page for ln in hit.chunk.lines if ln.start < end and ln.end > start]
+            if on and not any((low or p) <= p <= (high or p) for p in on):
+                continue
             shown = " ".join(text[start:end].split())
             sentences.append(_Sentence(index, start, end, shown, frozenset(terms(shown))))
     return sentences
@@ -69,16 +84,45 @@ def _rank(question: str, hits: Sequence[ScoredChunk], sentences: list[_Sentence]
     return scores
 
 
-def _select(sentences: list[_Sentence], scores: list[float], limit: int) -> list[_Sentence]:
+def _dense(
+    question: str,
+    hits: Sequence[ScoredChunk],
+    sentences: list[_Sentence],
+    lexical: list[float],
+    embedder: Embedder,
+    pool: int,
+) -> list[float]:
+    """The `pool` best sentences by `lexical` scored again by the similarity of their text, led by
+    their section heading, to the question; the other sentences score 0."""
+    order = sorted(range(len(sentences)), key=lambda i: -lexical[i])[:pool]
+    if not order:
+        return [0.0] * len(sentences)
+    texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]
+    similarity = embedder.embed_documents(texts) @ embedder.embed_query(question)
+    scores = [0.0] * len(sentences)
+    for i, value in zip(order, similarity, strict=True):
+        scores[i] = max(float(value), 1e-6)
+    return scores
+
+
+def _in_context(chunk: Chunk, text: str) -> str:
+    return f"{chunk.section_path[-1]}: {text}" if chunk.section_path else text
+
+
+def _select(
+    sentences: list[_Sentence], scores: list[float], limit: int, keep: float = 0.4
+) -> list[_Sentence]:
+    """The best-supported sentences, best first, down to `keep` times the best score, leaving out
+    near-repeats of a chosen one."""
     order = sorted(range(len(sentences)), key=lambda i: -scores[i])
     chosen: list[_Sentence] = []
     for i in order:
-        if scores[i] <= 0 or scores[i] < 0.4 * scores[order[0]] or len(chosen) == limit:
+        if scores[i] <= 0 or scores[i] < keep * scores[order[0]] or len(chosen) == limit:
             break
         s = sentences[i]
         if all(_jaccard(s.terms, c.terms) < 0.7 for c in chosen):
             chosen.append(s)
-    return sorted(chosen, key=lambda s: (s.hit, s.start))
+    return chosen
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -93,7 +137,7 @@ def cite(
     chunk = hit.chunk
     ordered = sorted(set(spans))
     lines = [ln for ln in chunk.lines if any(ln.start < e and ln.end > s for s, e in ordered)]
-    where = locate(chunk, lines)
+    where = locate(chunk, lines, ordered)
     quote_text = ""
     previous_end: int | None = None
     for start, end in ordered:
@@ -125,23 +169,31 @@ def extractive_answer(
     *,
     max_sentences: int = 3,
     max_hits: int = 5,
+    embedder: Embedder | None = None,
+    dense_pool: int = DENSE_POOL,
+    dense_keep: float = DENSE_KEEP,
+    pages: PageRange = (None, None),
 ) -> Answer:
-    """The best-supported sentences of the top `max_hits` hits, each followed by its [n]."""
+    """The best-supported sentences of the top `max_hits` hits, best first, each followed by the
+    [n] of its own citation (boxed to that sentence's lines).
+
+    With an `embedder`, the `dense_pool` best sentences by terms are ranked again by their
+    similarity to the question, keeping those within `dense_keep` times the best. With `pages`
+    (a request's page filter) only sentences on those pages are cited, while there are any."""
     top = list(hits[:max_hits])
     if not top:
         return Answer(NO_MATCH_ANSWER, [])
-    sentences = _candidates(top)
-    chosen = _select(sentences, _rank(question, top, sentences), max_sentences)
+    sentences = _candidates(top, pages) or _candidates(top)
+    scores = _rank(question, top, sentences)
+    if embedder is None:
+        chosen = _select(sentences, scores, max_sentences)
+    else:
+        scores = _dense(question, top, sentences, scores, embedder, dense_pool)
+        chosen = _select(sentences, scores, max_sentences, keep=dense_keep)
     if not chosen:  # no lexical support at all: the best hit's opening sentence
         chosen = sentences[:1]
     if not chosen:
         return Answer(NO_MATCH_ANSWER, [])
-    numbers: dict[int, int] = {}
-    for s in chosen:
-        numbers.setdefault(s.hit, len(numbers) + 1)
-    text = " ".join(f"{s.text} [{numbers[s.hit]}]" for s in chosen)
-    citations = [
-        cite(n, top[hit], [(s.start, s.end) for s in chosen if s.hit == hit])
-        for hit, n in numbers.items()
-    ]
+    text = " ".join(f"{s.text} [{n}]" for n, s in enumerate(chosen, 1))
+    citations = [cite(n, top[s.hit], [(s.start, s.end)]) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations)

@@ -4,7 +4,8 @@ A claim is an answer sentence, or the question itself when the answer is extract
 scored by the claim terms they hold, weighted by how rare each term is among the chunk's lines
 (numbers weigh more); the best line, the lines of its sentence and neighbours that score nearly as
 well are the evidence. Their boxes are merged per page (one region per page) and per column
-(the highlight drawn on a page image).
+(the highlight drawn on a page image). A line that the evidence starts or ends inside is boxed to
+the part it covers, estimated by its share of the line's characters, like a text selection.
 """
 
 from __future__ import annotations
@@ -43,33 +44,57 @@ class Evidence:
         return f"{self.page_url(doc_id)}/view?highlight={self.highlight_param()}"
 
 
-def _columns(lines: Sequence[ChunkLine]) -> list[BBox]:
-    """Boxes of runs of lines that follow each other in one column: a jump up or sideways, or a
-    gap of more than a line, starts a new box (so the lines skipped in between stay unmarked)."""
-    boxes: list[BBox] = []
-    for line in lines:
-        x0, y0, x1, y1 = line.bbox
+def _columns(boxes: Sequence[tuple[BBox, bool]]) -> list[BBox]:
+    """Boxes of runs of whole lines that follow each other in one column: a jump up or sideways,
+    or a gap of more than a line, starts a new box (so the lines skipped in between stay
+    unmarked); a partly covered line keeps a box of its own."""
+    merged: list[BBox] = []
+    open_run = False
+    for box, partial in boxes:
+        x0, y0, x1, y1 = box
         height = y1 - y0
-        if boxes:
-            bx0, _, bx1, by1 = boxes[-1]
+        if merged and open_run and not partial:
+            bx0, _, bx1, by1 = merged[-1]
             below = by1 - height <= y0 <= by1 + 1.5 * height
             if x0 < bx1 and x1 > bx0 and below:
-                boxes[-1] = union_bbox([boxes[-1], line.bbox])
+                merged[-1] = union_bbox([merged[-1], box])
                 continue
-        boxes.append(line.bbox)
-    return boxes
+        merged.append(box)
+        open_run = not partial
+    return merged
 
 
-def locate(chunk: Chunk, lines: Sequence[ChunkLine]) -> Evidence:
+def _covered(chunk: Chunk, line: ChunkLine, spans: Sequence[tuple[int, int]]) -> tuple[BBox, bool]:
+    """The box of the part of `line` that `spans` cover, and whether that is only part of it."""
+    text = chunk.text[line.start : line.end]
+    first = line.start + len(text) - len(text.lstrip())
+    last = line.end - len(text) + len(text.rstrip())
+    inside = [(max(s, first), min(e, last)) for s, e in spans if s < last and e > first]
+    if not inside or chunk.kind.startswith("table") or last - first < 2:
+        return line.bbox, False
+    start = min(s for s, _ in inside)
+    end = max(e for _, e in inside)
+    if start <= first and end >= last:
+        return line.bbox, False
+    x0, y0, x1, y1 = line.bbox
+    scale = (x1 - x0) / (last - first)
+    return (x0 + (start - first) * scale, y0, x0 + (end - first) * scale, y1), True
+
+
+def locate(
+    chunk: Chunk, lines: Sequence[ChunkLine], spans: Sequence[tuple[int, int]] = ()
+) -> Evidence:
     """The regions of `lines` (one per page, in order) and the highlight on the first page; a
-    chunk's first region when no line is given (a chunk without lines)."""
-    pages: dict[int, list[ChunkLine]] = {}
+    chunk's first region when no line is given (a chunk without lines). Given the character
+    `spans` of the evidence, lines they cover only partly are boxed to the covered part."""
+    pages: dict[int, list[tuple[BBox, bool]]] = {}
     for line in lines:
-        pages.setdefault(line.page, []).append(line)
+        covered = _covered(chunk, line, spans) if spans else (line.bbox, False)
+        pages.setdefault(line.page, []).append(covered)
     if not pages:
         region = chunk.regions[0]
         return Evidence(region.page, region.bbox, [region], [region.bbox])
-    regions = [Region(page=p, bbox=union_bbox([ln.bbox for ln in ls])) for p, ls in pages.items()]
+    regions = [Region(page=p, bbox=union_bbox([b for b, _ in bs])) for p, bs in pages.items()]
     first = regions[0]
     return Evidence(first.page, first.bbox, regions, _columns(pages[first.page]))
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from retrieval.answer import extractive_answer
+from retrieval.answer import PageRange, extractive_answer
 from retrieval.embedder import Embedder
 from retrieval.llm import LlmError, LlmOptions, stream_answer
 from retrieval.schema import Citation, LlmFailure, QueryResponse, ScoredChunk
@@ -56,10 +56,12 @@ AnswerEvent = TokenEvent | CitationsEvent | DoneEvent
 def _extractive(
     question: str,
     hits: Sequence[ScoredChunk],
+    embedder: Embedder,
     answer_hits: int,
+    pages: PageRange,
     failure: LlmFailure | None = None,
 ) -> QueryResponse:
-    answer = extractive_answer(question, hits, max_hits=answer_hits)
+    answer = extractive_answer(question, hits, max_hits=answer_hits, embedder=embedder, pages=pages)
     return QueryResponse(
         answer=answer.text,
         citations=answer.citations,
@@ -75,6 +77,7 @@ async def answer_events(
     embedder: Embedder,
     llm: LlmOptions | None,
     answer_hits: int = 5,
+    pages: PageRange = (None, None),
     thresholds: SupportThresholds | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> AsyncIterator[AnswerEvent]:
@@ -107,9 +110,13 @@ async def answer_events(
                 )
             )
             return
-        response = _extractive(question, hits, answer_hits, failure)
+        response = await asyncio.to_thread(
+            _extractive, question, hits, embedder, answer_hits, pages, failure
+        )
     else:
-        response = await asyncio.to_thread(_extractive, question, hits, answer_hits)
+        response = await asyncio.to_thread(
+            _extractive, question, hits, embedder, answer_hits, pages
+        )
     yield TokenEvent(response.answer)
     yield CitationsEvent(response.citations)
     yield DoneEvent(response)
@@ -122,6 +129,7 @@ async def answer_response(
     embedder: Embedder,
     llm: LlmOptions | None,
     answer_hits: int = 5,
+    pages: PageRange = (None, None),
     thresholds: SupportThresholds | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> QueryResponse:
@@ -132,6 +140,7 @@ async def answer_response(
         embedder=embedder,
         llm=llm,
         answer_hits=answer_hits,
+        pages=pages,
         thresholds=thresholds,
         client=client,
     ):

@@ -144,7 +144,13 @@ class Retriever:
         """Search with the request's filters and answer from the hits."""
         started = time.perf_counter()
         scored = self.search(req.question, req.top_k, search_filter(req))
-        answer = extractive_answer(req.question, scored, max_hits=self.answer_hits)
+        answer = extractive_answer(
+            req.question,
+            scored,
+            max_hits=self.answer_hits,
+            embedder=self.embedder,
+            pages=(req.page_from, req.page_to),
+        )
         logger.debug(
             "query %r: %d hits in %.1f ms",
             req.question,

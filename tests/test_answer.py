@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import numpy as np
 
 from retrieval.answer import NO_MATCH_ANSWER, extractive_answer, sentence_spans
 from retrieval.schema import Chunk, ChunkLine, Region, ScoredChunk
@@ -80,7 +83,7 @@ def area(b: tuple[float, float, float, float]) -> float:
     return (b[2] - b[0]) * (b[3] - b[1])
 
 
-def test_citation_bbox_is_the_union_of_the_matching_lines() -> None:
+def test_citation_boxes_the_sentence_not_its_whole_lines() -> None:
     answer = extractive_answer(
         "How much did revenue grow in 2023?", [ScoredChunk(chunk=COMPANY, score=0.8)]
     )
@@ -95,10 +98,12 @@ def test_citation_bbox_is_the_union_of_the_matching_lines() -> None:
     assert citation.page == 3
     assert area(citation.bbox) < area(COMPANY.regions[0].bbox)
     assert [r.page for r in citation.regions] == [3]
-    box = ",".join(f"{v:.1f}" for v in citation.bbox)
+    # the sentence starts after "engineers. " (11 characters of 5 pt) on its first line
+    first_part = (72.0 + 5 * 11, second[1], second[2], second[3])
+    drawn = ";".join(",".join(f"{v:.1f}" for v in box) for box in (first_part, third))
     assert citation.page_image_url == f"/documents/{DOC}/pages/3.png"
-    assert citation.highlight_url == f"/documents/{DOC}/pages/3.png?highlight={box}"
-    assert citation.viewer_url == f"/documents/{DOC}/pages/3/view?highlight={box}"
+    assert citation.highlight_url == f"/documents/{DOC}/pages/3.png?highlight={drawn}"
+    assert citation.viewer_url == f"/documents/{DOC}/pages/3/view?highlight={drawn}"
     assert citation.score == 0.8
 
 
@@ -142,8 +147,11 @@ def test_at_most_three_sentences() -> None:
         "c0003", [(1, f"Revenue in region {i} grew by {i} percent.") for i in range(8)]
     )
     answer = extractive_answer("revenue region grew percent", [ScoredChunk(chunk=chunk, score=0.9)])
-    assert len(re.findall(r"\[1\]", answer.text)) <= 3
-    assert len(answer.citations) == 1
+    assert len(answer.citations) == 3
+    assert markers(answer.text) == {1, 2, 3}
+    for citation in answer.citations:  # each sentence boxed to its own line
+        assert citation.quote.startswith("Revenue in region")
+        assert citation.bbox in [line.bbox for line in chunk.lines]
 
 
 def test_sentence_spans_respect_abbreviations_and_decimals() -> None:
@@ -164,3 +172,90 @@ def test_numbers_weigh_in_the_choice() -> None:
     )
     answer = extractive_answer("revenue 2022", [ScoredChunk(chunk=chunk, score=0.9)])
     assert answer.text.startswith("Revenue in 2022 was 11 million.")
+
+
+class KeywordEmbedder:
+    """Vectors over a fixed vocabulary: similarity is shared keywords; records what it embeds."""
+
+    VOCABULARY = ("customer", "airline", "government", "service")
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return "keywords"
+
+    @property
+    def dim(self) -> int:
+        return len(self.VOCABULARY)
+
+    @property
+    def max_tokens(self) -> int:
+        return 256
+
+    def _vector(self, text: str, synonyms: dict[str, str]) -> np.ndarray:
+        words = [synonyms.get(w, w) for w in re.findall(r"[a-z]+", text.lower())]
+        vector = np.array([float(any(w.startswith(v) for w in words)) for v in self.VOCABULARY])
+        norm = np.linalg.norm(vector)
+        return (vector / norm if norm else vector).astype(np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        return np.array([self._vector(t, {}) for t in texts], dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        # the question's "customers" means the airlines and the government
+        return self._vector(text + " airline government", {"customers": "x"})
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+CUSTOMERS = make_chunk(
+    "c0005",
+    [
+        (7, "No customer must exercise its options."),
+        (7, "We sell mostly to airlines and the government."),
+    ],
+).model_copy(update={"section_path": ["Risk factors", "Customers"]})
+
+
+def test_an_embedder_ranks_the_candidate_sentences_again_by_meaning() -> None:
+    question = "Who are the main customers?"
+    hits = [ScoredChunk(chunk=CUSTOMERS, score=0.9)]
+    by_terms = extractive_answer(question, hits)
+    assert by_terms.citations[0].quote == "No customer must exercise its options."
+    embedder = KeywordEmbedder()
+    by_meaning = extractive_answer(question, hits, embedder=embedder)
+    assert by_meaning.citations[0].quote == "We sell mostly to airlines and the government."
+    assert by_meaning.text.startswith("We sell mostly to airlines and the government. [1]")
+    # each candidate is embedded after its section heading
+    assert "Customers: We sell mostly to airlines and the government." in embedder.embedded
+    assert len(embedder.embedded) == 2
+
+
+def test_the_dense_pool_bounds_the_sentences_embedded() -> None:
+    embedder = KeywordEmbedder()
+    extractive_answer(
+        "customer options",
+        [ScoredChunk(chunk=CUSTOMERS, score=0.9)],
+        embedder=embedder,
+        dense_pool=1,
+    )
+    assert embedder.embedded == ["Customers: No customer must exercise its options."]
+
+
+def test_a_page_filter_keeps_the_citations_on_its_pages() -> None:
+    chunk = make_chunk(
+        "c0006",
+        [(8, "Net debt fell to 40 million in 2023."), (9, "Net debt was 52 million in 2022.")],
+    )
+    hits = [ScoredChunk(chunk=chunk, score=0.9)]
+    unfiltered = extractive_answer("net debt", hits)
+    assert {c.page for c in unfiltered.citations} == {8, 9}
+    on_nine = extractive_answer("net debt", hits, pages=(9, 9))
+    assert [c.page for c in on_nine.citations] == [9]
+    assert on_nine.text == "Net debt was 52 million in 2022. [1]"
+    # a filter no sentence meets does not empty the answer
+    assert extractive_answer("net debt", hits, pages=(20, None)).citations

@@ -72,3 +72,43 @@ def test_distant_lines_of_one_column_are_boxed_apart() -> None:
     assert where.highlight == [(72.0, 100.0, 300.0, 110.0), (72.0, 300.0, 300.0, 322.0)]
     assert where.highlight_param() == "72.0,100.0,300.0,110.0;72.0,300.0,300.0,322.0"
     assert where.highlight_url("d" * 64).startswith(f"/documents/{'d' * 64}/pages/1.png?")
+
+
+def _prose(rows: list[str]) -> Chunk:
+    """A text chunk of `rows`, one line each, 5 pt per character from x 72, 12 pt apart."""
+    chunk = _chunk(rows, [1] * len(rows), [100.0 + 12 * i for i in range(len(rows))])
+    lines = [
+        ln.model_copy(
+            update={"bbox": (72.0, ln.bbox[1], 72.0 + 5 * (ln.end - ln.start), ln.bbox[3])}
+        )
+        for ln in chunk.lines
+    ]
+    return chunk.model_copy(update={"kind": "text", "lines": lines})
+
+
+def test_evidence_starting_and_ending_inside_lines_is_boxed_like_a_selection() -> None:
+    rows = ["Sales rose. Margins fell by two", "points in the year, and costs", "rose. Cash held."]
+    chunk = _prose(rows)
+    start = chunk.text.index("Margins")
+    end = chunk.text.index("rose. Cash") + len("rose.")
+    where = locate(chunk, chunk.lines, [(start, end)])
+    first, middle, last = (ln.bbox for ln in chunk.lines)
+    assert where.highlight == [
+        (72.0 + 5 * len("Sales rose. "), first[1], first[2], first[3]),
+        middle,
+        (72.0, last[1], 72.0 + 5 * len("rose."), last[3]),
+    ]
+    assert where.bbox == (72.0, first[1], first[2], last[3])
+
+
+def test_whole_lines_still_merge_into_one_box() -> None:
+    chunk = _prose(["Margins fell by two", "points in the year."])
+    where = locate(chunk, chunk.lines, [(0, len(chunk.text))])
+    assert where.highlight == [(72.0, 100.0, 72.0 + 5 * len("Margins fell by two"), 122.0)]
+
+
+def test_table_rows_are_boxed_whole() -> None:
+    chunk = _chunk(ROWS, [1] * 5, [100.0, 112.0, 124.0, 136.0, 148.0])
+    row = chunk.lines[3]
+    where = locate(chunk, [row], [(row.start + 10, row.end - 5)])
+    assert where.highlight == [row.bbox]
