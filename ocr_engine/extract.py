@@ -13,7 +13,7 @@ from ocr_engine.options import ExtractOptions
 from ocr_engine.pdf import open_pdf, read_pdf_bytes
 from ocr_engine.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.reader import PageCache, PageReader
-from ocr_engine.schema import BlockType, Document, Page
+from ocr_engine.schema import Block, BlockType, Document, Page
 
 __all__ = ["PAGE_WINDOW", "extract_document", "iter_pages", "mark_repeated_furniture"]
 
@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 _DIGITS = re.compile(r"\d+")
 _FURNITURE_BAND = 0.12  # share of the page height searched for repeated headers/footers
+_FURNITURE_LINES = 3  # lines of repeated text taken off the top or bottom of the content
 PAGE_WINDOW = 64  # pages routed together: OCR requests of one window are in flight at once
 
 PageCallback = Callable[[Page], None]
@@ -85,35 +86,61 @@ def _furniture_key(text: str) -> str:
 
 
 def mark_repeated_furniture(pages: list[Page], min_pages: int = 3) -> None:
-    """Retype as page header/footer the text repeated near the top/bottom of many pages."""
+    """Retype as page header/footer the text repeated at the top/bottom of many pages: in a band
+    at the page's top or bottom edge, or on the first or last line of the page's other text
+    (filings converted from HTML put the footer and page number right under the content)."""
     if len(pages) < min_pages:
         return
+    threshold = max(min_pages, len(pages) // 3)
+    for _ in range(_FURNITURE_LINES):  # a footer line above the page number shows once that is out
+        if not _mark_repeated(pages, threshold):
+            return
+
+
+def _mark_repeated(pages: list[Page], threshold: int) -> bool:
     seen: Counter[tuple[str, str]] = Counter()
     for page in pages:
-        keys = set()
-        for block in page.blocks:
-            zone = _zone(page, block.bbox)
-            if zone and block.text and len(block.lines) <= 2:
-                keys.add((zone, _furniture_key(block.text)))
-        seen.update(keys)
-    threshold = max(min_pages, len(pages) // 3)
+        seen.update({(zone, _furniture_key(block.text)) for block, zone in _zoned(page)})
     repeated = {key for key, count in seen.items() if count >= threshold}
-    if not repeated:
-        return
+    changed = False
     for page in pages:
-        changed = False
-        for block in page.blocks:
-            zone = _zone(page, block.bbox)
-            key = (zone or "", _furniture_key(block.text))
-            if zone and block.type not in _KEEP and key in repeated:
+        marked = False
+        for block, zone in _zoned(page):
+            if block.type not in _KEEP and (zone, _furniture_key(block.text)) in repeated:
                 block.type = BlockType.page_header if zone == "top" else BlockType.page_footer
                 block.level = None
-                changed = True
-        if changed:
+                marked = True
+        if marked:
             _reorder(page)
+            changed = True
+    return changed
 
 
-_KEEP = (BlockType.table, BlockType.figure, BlockType.page_header, BlockType.page_footer)
+def _zoned(page: Page) -> list[tuple[Block, str]]:
+    """The short blocks that are or may be furniture, with their zone ("top" or "bottom"): in the
+    band at the page's edge, or on the first or last line of the page's other text."""
+    body = [b for b in page.blocks if b.type not in _FURNITURE and b.text.strip()]
+    first_top = min((b.bbox[1] for b in body), default=0.0)
+    last_bottom = max((b.bbox[3] for b in body), default=0.0)
+    zoned = []
+    for block in page.blocks:
+        if not block.text.strip() or len(block.lines) > 2 or block.type in _CONTENT:
+            continue
+        zone = _zone(page, block.bbox)
+        if zone is None and block.type not in _KEEP:
+            half_line = (block.bbox[3] - block.bbox[1]) / max(1, len(block.lines)) / 2
+            if block.bbox[1] <= first_top + half_line:
+                zone = "top"
+            elif block.bbox[3] >= last_bottom - half_line:
+                zone = "bottom"
+        if zone is not None:
+            zoned.append((block, zone))
+    return zoned
+
+
+_CONTENT = (BlockType.table, BlockType.figure)
+_FURNITURE = (BlockType.page_header, BlockType.page_footer)
+_KEEP = (*_CONTENT, *_FURNITURE)
 _RANK = {BlockType.page_header: 0, BlockType.page_footer: 2}
 
 
