@@ -1,9 +1,11 @@
 """Extractive answers: the best-supported sentences of the top hits, each cited to its lines.
 
 Sentences of the top hits are scored by the question terms they contain (weighted by an IDF over
-the candidate sentences, numbers weigh more) times the hit's relative score. The answer gives them
-best first, each with a citation of its own that points at the sentence's part of the chunk lines
-it spans, not at the whole chunk.
+the candidate sentences, numbers weigh more) times the hit's relative score; given the index's
+embedding model, the best of them are ranked again by the similarity of the sentence, led by its
+section heading, to the question (docs/benchmarks.md measures both). The answer gives them best
+first, each with a citation of its own that points at the sentence's part of the chunk lines it
+spans, not at the whole chunk.
 """
 
 from __future__ import annotations
@@ -21,12 +23,21 @@ from retrieval.text_terms import sentence_spans, terms
 if TYPE_CHECKING:
     from retrieval.embedder import Embedder
 
-__all__ = ["NO_MATCH_ANSWER", "Answer", "cite", "extractive_answer", "sentence_spans", "terms"]
+__all__ = [
+    "DENSE_POOL",
+    "NO_MATCH_ANSWER",
+    "Answer",
+    "PageRange",
+    "cite",
+    "extractive_answer",
+    "sentence_spans",
+    "terms",
+]
 
 NO_MATCH_ANSWER = "No indexed passage matches the question."
-DENSE_POOL = 12
+DENSE_POOL = 8
+_DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 DENSE_KEEP = 0.8
-
 
 PageRange = tuple[int | None, int | None]
 """First and last page (either open) that cited sentences must touch."""
@@ -106,7 +117,8 @@ def _dense(
 
 
 def _in_context(chunk: Chunk, text: str) -> str:
-    return f"{chunk.section_path[-1]}: {text}" if chunk.section_path else text
+    opening = " ".join(text.split()[:_DENSE_WORDS])
+    return f"{chunk.section_path[-1]}: {opening}" if chunk.section_path else opening
 
 
 def _select(
@@ -185,7 +197,7 @@ def extractive_answer(
         return Answer(NO_MATCH_ANSWER, [])
     sentences = _candidates(top, pages) or _candidates(top)
     scores = _rank(question, top, sentences)
-    if embedder is None:
+    if embedder is None or dense_pool < 1:
         chosen = _select(sentences, scores, max_sentences)
     else:
         scores = _dense(question, top, sentences, scores, embedder, dense_pool)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from retrieval.answer import PageRange, extractive_answer
+from retrieval.answer import DENSE_POOL, PageRange, extractive_answer
 from retrieval.embedder import Embedder
 from retrieval.llm import LlmError, LlmOptions, stream_answer
 from retrieval.schema import Citation, LlmFailure, QueryResponse, ScoredChunk
@@ -58,10 +58,18 @@ def _extractive(
     hits: Sequence[ScoredChunk],
     embedder: Embedder,
     answer_hits: int,
+    dense_pool: int,
     pages: PageRange,
     failure: LlmFailure | None = None,
 ) -> QueryResponse:
-    answer = extractive_answer(question, hits, max_hits=answer_hits, embedder=embedder, pages=pages)
+    answer = extractive_answer(
+        question,
+        hits,
+        max_hits=answer_hits,
+        embedder=embedder,
+        dense_pool=dense_pool,
+        pages=pages,
+    )
     return QueryResponse(
         answer=answer.text,
         citations=answer.citations,
@@ -77,6 +85,7 @@ async def answer_events(
     embedder: Embedder,
     llm: LlmOptions | None,
     answer_hits: int = 5,
+    dense_pool: int = DENSE_POOL,
     pages: PageRange = (None, None),
     thresholds: SupportThresholds | None = None,
     client: httpx.AsyncClient | None = None,
@@ -111,11 +120,11 @@ async def answer_events(
             )
             return
         response = await asyncio.to_thread(
-            _extractive, question, hits, embedder, answer_hits, pages, failure
+            _extractive, question, hits, embedder, answer_hits, dense_pool, pages, failure
         )
     else:
         response = await asyncio.to_thread(
-            _extractive, question, hits, embedder, answer_hits, pages
+            _extractive, question, hits, embedder, answer_hits, dense_pool, pages
         )
     yield TokenEvent(response.answer)
     yield CitationsEvent(response.citations)
@@ -129,6 +138,7 @@ async def answer_response(
     embedder: Embedder,
     llm: LlmOptions | None,
     answer_hits: int = 5,
+    dense_pool: int = DENSE_POOL,
     pages: PageRange = (None, None),
     thresholds: SupportThresholds | None = None,
     client: httpx.AsyncClient | None = None,
@@ -140,6 +150,7 @@ async def answer_response(
         embedder=embedder,
         llm=llm,
         answer_hits=answer_hits,
+        dense_pool=dense_pool,
         pages=pages,
         thresholds=thresholds,
         client=client,

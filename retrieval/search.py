@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 
-from retrieval.answer import extractive_answer
+from retrieval.answer import DENSE_POOL, extractive_answer
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
 from retrieval.schema import Hit, QueryRequest, QueryResponse, ScoredChunk, SearchFilter
@@ -79,6 +79,9 @@ class Retriever:
     ("3M's FY2018 capex") gets their best pages first, then the rest of the search, provided the
     plain search finds one of them among its first chunks too; a request's own `doc_ids` filter
     turns this off.
+
+    The extractive answer ranks its `dense_sentences` best sentences by terms again by their
+    embedding similarity to the question (0: by terms alone).
     """
 
     def __init__(
@@ -91,6 +94,7 @@ class Retriever:
         page_hits: bool = True,
         overfetch: int = 4,
         names: NamedDocuments | None = None,
+        dense_sentences: int = DENSE_POOL,
     ) -> None:
         if embedder.dim != store.dim:
             raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
@@ -101,6 +105,7 @@ class Retriever:
         self.page_hits = page_hits
         self.overfetch = max(1, overfetch)
         self.names = names
+        self.dense_sentences = dense_sentences
 
     def search(
         self, question: str, top_k: int, flt: SearchFilter | None = None
@@ -149,6 +154,7 @@ class Retriever:
             scored,
             max_hits=self.answer_hits,
             embedder=self.embedder,
+            dense_pool=self.dense_sentences,
             pages=(req.page_from, req.page_to),
         )
         logger.debug(

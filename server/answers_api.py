@@ -82,6 +82,7 @@ async def query(req: QueryRequest, svc: Svc) -> QueryResponse:
         embedder=svc.embedder,
         llm=svc.settings.llm_options(),
         answer_hits=svc.retriever.answer_hits,
+        dense_pool=svc.retriever.dense_sentences,
         pages=(req.page_from, req.page_to),
     )
 
@@ -103,6 +104,7 @@ async def query_stream(req: QueryRequest, svc: Svc) -> StreamingResponse:
                 embedder=svc.embedder,
                 llm=svc.settings.llm_options(),
                 answer_hits=svc.retriever.answer_hits,
+                dense_pool=svc.retriever.dense_sentences,
                 pages=(req.page_from, req.page_to),
             ):
                 yield _event_text(event)

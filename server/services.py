@@ -108,5 +108,10 @@ def build_services(
         events=events,
         ingestor=ingestor,
         sync=sync,
-        retriever=Retriever(embedder, store, names=NamedDocuments(ledger.sources)),
+        retriever=Retriever(
+            embedder,
+            store,
+            names=NamedDocuments(ledger.sources),
+            dense_sentences=settings.answer_dense_sentences,
+        ),
     )

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ocr_engine.options import DEFAULT_OCR_MODEL, ExtractOptions, OcrMode, VLLMOptions
+from retrieval.answer import DENSE_POOL
 from retrieval.llm import DEFAULT_LLM_MODEL, LlmOptions
 
 
@@ -64,6 +65,12 @@ class Settings(BaseSettings):
         default=2000, ge=1, le=2000, description="/query question length (2000: the schema cap)"
     )
     max_top_k: int = Field(default=100, ge=1, le=100, description="/query top_k (100: the cap)")
+    answer_dense_sentences: int = Field(
+        default=DENSE_POOL,
+        ge=0,
+        le=64,
+        description="extractive answers: sentences ranked again by embedding (0: by terms alone)",
+    )
 
     qdrant_url: str | None = Field(
         default=None, description="a Qdrant server; unset: Qdrant Edge under data_dir/index"

@@ -259,3 +259,11 @@ def test_a_page_filter_keeps_the_citations_on_its_pages() -> None:
     assert on_nine.text == "Net debt was 52 million in 2022. [1]"
     # a filter no sentence meets does not empty the answer
     assert extractive_answer("net debt", hits, pages=(20, None)).citations
+
+
+def test_a_dense_pool_of_zero_ranks_by_terms_alone() -> None:
+    embedder = KeywordEmbedder()
+    hits = [ScoredChunk(chunk=CUSTOMERS, score=0.9)]
+    answer = extractive_answer("Who are the main customers?", hits, embedder=embedder, dense_pool=0)
+    assert answer.citations[0].quote == "No customer must exercise its options."
+    assert embedder.embedded == []

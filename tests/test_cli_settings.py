@@ -45,3 +45,12 @@ def test_settings_come_from_folio_environment(
     monkeypatch.setenv("FOLIO_PORT", "70000")
     with pytest.raises(ValueError, match="port"):
         Settings()
+
+
+def test_dense_sentence_ranking_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().answer_dense_sentences == 8
+    monkeypatch.setenv("FOLIO_ANSWER_DENSE_SENTENCES", "0")
+    assert Settings().answer_dense_sentences == 0
+    monkeypatch.setenv("FOLIO_ANSWER_DENSE_SENTENCES", "-1")
+    with pytest.raises(ValueError, match="answer_dense_sentences"):
+        Settings()
