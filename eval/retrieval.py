@@ -32,6 +32,7 @@ from eval.retrieval_metrics import (
     image_only_docs,
     score,
 )
+from retrieval.answer import DENSE_POOL
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -179,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rrf-k", type=int, help="override HybridParams.rrf_k (tuning)")
     parser.add_argument("--candidates", type=int, help="override HybridParams.candidates")
     parser.add_argument("--lexical-weight", type=float, help="override the lexical list's weight")
+    parser.add_argument(
+        "--dense-sentences",
+        type=int,
+        default=DENSE_POOL,
+        help="answer sentences ranked again by embedding (FOLIO_ANSWER_DENSE_SENTENCES; 0: off)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
@@ -197,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     services = index.services
     _tune(services.store, args)
     named = NamedDocuments(services.ledger.sources)
-    hybrid = Retriever(services.embedder, services.store, names=named)
+    hybrid = Retriever(
+        services.embedder, services.store, names=named, dense_sentences=args.dense_sentences
+    )
     unnamed = Retriever(services.embedder, services.store)
     chunk_hits = Retriever(services.embedder, services.store, page_hits=False, names=named)
     dense = Retriever(services.embedder, services.store, lexical=False, names=named)
@@ -248,7 +257,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {group} | {len(chosen)} | " + " | ".join(_fmt(v) for v in values) + " |")
     if index.failed:
         print("\nfolio failed files:", index.failed)
-    print(f"\ncommand: python -m eval retrieval --dataset {args.dataset} --data {args.data}")
+    command = f"python -m eval retrieval --dataset {args.dataset} --data {args.data}"
+    if args.dense_sentences != DENSE_POOL:
+        command += f" --dense-sentences {args.dense_sentences}"
+    print(f"\ncommand: {command}")
     return 0
 
 
