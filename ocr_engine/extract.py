@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 _DIGITS = re.compile(r"\d+")
 _FURNITURE_BAND = 0.12  # share of the page height searched for repeated headers/footers
 _FURNITURE_LINES = 3  # lines of repeated text taken off the top or bottom of the content
+_FURNITURE_WORDS = 8  # longer text off the edge bands is content, however often it repeats
 PAGE_WINDOW = 64  # pages routed together: OCR requests of one window are in flight at once
 
 PageCallback = Callable[[Page], None]
@@ -118,7 +119,8 @@ def _mark_repeated(pages: list[Page], threshold: int) -> bool:
 
 def _zoned(page: Page) -> list[tuple[Block, str]]:
     """The short blocks that are or may be furniture, with their zone ("top" or "bottom"): in the
-    band at the page's edge, or on the first or last line of the page's other text."""
+    band at the page's edge, or, if a few words, on the first or last line of the page's text,
+    other text beneath or above them."""
     body = [b for b in page.blocks if b.type not in _FURNITURE and b.text.strip()]
     first_top = min((b.bbox[1] for b in body), default=0.0)
     last_bottom = max((b.bbox[3] for b in body), default=0.0)
@@ -127,17 +129,25 @@ def _zoned(page: Page) -> list[tuple[Block, str]]:
         if not block.text.strip() or len(block.lines) > 2 or block.type in _CONTENT:
             continue
         zone = _zone(page, block.bbox)
-        if zone is None and block.type not in _KEEP:
+        if zone is None and _short(block) and block.type not in _KEEP:
             half_line = (block.bbox[3] - block.bbox[1]) / max(1, len(block.lines)) / 2
-            if block.bbox[1] <= first_top + half_line:
+            below = any(b.bbox[1] > block.bbox[3] for b in body)
+            above = any(b.bbox[3] < block.bbox[1] for b in body)
+            if below and block.bbox[1] <= first_top + half_line:
                 zone = "top"
-            elif block.bbox[3] >= last_bottom - half_line:
+            elif above and block.bbox[3] >= last_bottom - half_line:
                 zone = "bottom"
         if zone is not None:
             zoned.append((block, zone))
     return zoned
 
 
+def _short(block: Block) -> bool:
+    """A few words of plain text ("Chapter 2" atop its pages is a heading, however repeated)."""
+    return block.type not in _HEADINGS and len(block.text.split()) <= _FURNITURE_WORDS
+
+
+_HEADINGS = (BlockType.title, BlockType.section_header)
 _CONTENT = (BlockType.table, BlockType.figure)
 _FURNITURE = (BlockType.page_header, BlockType.page_footer)
 _KEEP = (*_CONTENT, *_FURNITURE)

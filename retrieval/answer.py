@@ -36,6 +36,7 @@ __all__ = [
 
 NO_MATCH_ANSWER = "No indexed passage matches the question."
 DENSE_POOL = 8
+_DENSE_FLOOR = 0.5
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 DENSE_KEEP = 0.8
 
@@ -103,9 +104,13 @@ def _dense(
     embedder: Embedder,
     pool: int,
 ) -> list[float]:
-    """The `pool` best sentences by `lexical` scored again by the similarity of their text, led by
-    their section heading, to the question; the other sentences score 0."""
+    """The `pool` best sentences by `lexical`, down to half the best, scored again by the
+    similarity of their text, led by their section heading, to the question; the others score 0.
+    (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
+    rare terms, such as a name.)"""
+    floor = _DENSE_FLOOR * max(lexical, default=0.0)
     order = sorted(range(len(sentences)), key=lambda i: -lexical[i])[:pool]
+    order = [i for i in order if lexical[i] >= floor]
     if not order:
         return [0.0] * len(sentences)
     texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]

@@ -52,3 +52,21 @@ def test_a_footer_right_under_the_content_is_furniture() -> None:
 def test_too_few_pages_leave_the_last_lines_alone() -> None:
     doc = extract_document(_filing(2), options=ExtractOptions(ocr=OcrMode.never))
     assert all(b.type != BlockType.page_footer for p in doc.pages for b in p.blocks)
+
+
+def test_headings_atop_pages_and_long_last_lines_stay_content() -> None:
+    doc = pymupdf.open()
+    for n in range(1, 7):
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((72, 200), f"Part {n}", fontsize=18, fontname="hebo")
+        page.insert_text(
+            (72, 240), f"Paragraph on page {n} about kiln number {n * 7} and its fuel."
+        )
+    data = doc.tobytes()
+    doc.close()
+    extracted = extract_document(data, options=ExtractOptions(ocr=OcrMode.never))
+    for page in extracted.pages:
+        kinds = [b.type for b in page.blocks]
+        assert kinds[0] in (BlockType.title, BlockType.section_header) and kinds[1:] == [
+            BlockType.text
+        ]
