@@ -27,6 +27,7 @@ __all__ = [
     "DENSE_POOL",
     "NO_MATCH_ANSWER",
     "Answer",
+    "AnswerOptions",
     "PageRange",
     "cite",
     "extractive_answer",
@@ -38,10 +39,21 @@ NO_MATCH_ANSWER = "No indexed passage matches the question."
 DENSE_POOL = 8
 _DENSE_FLOOR = 0.5
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
-DENSE_KEEP = 0.8
+_DENSE_KEEP = 0.8
 
 PageRange = tuple[int | None, int | None]
 """First and last page (either open) that cited sentences must touch."""
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """How an extractive answer is drawn: from the top `max_hits` hits; the `dense_pool` best
+    sentences by terms ranked again by embedding (0: by terms alone); cited on `pages` (a
+    request's page filter) while any sentence is."""
+
+    max_hits: int = 5
+    dense_pool: int = DENSE_POOL
+    pages: PageRange = (None, None)
 
 
 class Answer(NamedTuple):
@@ -184,29 +196,23 @@ def extractive_answer(
     question: str,
     hits: Sequence[ScoredChunk],
     *,
-    max_sentences: int = 3,
-    max_hits: int = 5,
     embedder: Embedder | None = None,
-    dense_pool: int = DENSE_POOL,
-    dense_keep: float = DENSE_KEEP,
-    pages: PageRange = (None, None),
+    options: AnswerOptions = AnswerOptions(),
+    max_sentences: int = 3,
 ) -> Answer:
-    """The best-supported sentences of the top `max_hits` hits, best first, each followed by the
-    [n] of its own citation (boxed to that sentence's lines).
-
-    With an `embedder`, the `dense_pool` best sentences by terms are ranked again by their
-    similarity to the question, keeping those within `dense_keep` times the best. With `pages`
-    (a request's page filter) only sentences on those pages are cited, while there are any."""
-    top = list(hits[:max_hits])
+    """The best-supported sentences of the top hits, best first, each followed by the [n] of its
+    own citation (boxed to that sentence's lines); `options` says which hits, pages and how many
+    sentences the `embedder` (if any) ranks again, keeping those within 0.8 times the best."""
+    top = list(hits[: options.max_hits])
     if not top:
         return Answer(NO_MATCH_ANSWER, [])
-    sentences = _candidates(top, pages) or _candidates(top)
+    sentences = _candidates(top, options.pages) or _candidates(top)
     scores = _rank(question, top, sentences)
-    if embedder is None or dense_pool < 1:
+    if embedder is None or options.dense_pool < 1:
         chosen = _select(sentences, scores, max_sentences)
     else:
-        scores = _dense(question, top, sentences, scores, embedder, dense_pool)
-        chosen = _select(sentences, scores, max_sentences, keep=dense_keep)
+        scores = _dense(question, top, sentences, scores, embedder, options.dense_pool)
+        chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
     if not chosen:  # no lexical support at all: the best hit's opening sentence
         chosen = sentences[:1]
     if not chosen:

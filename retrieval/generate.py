@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from retrieval.answer import DENSE_POOL, PageRange, extractive_answer
+from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.embedder import Embedder
 from retrieval.llm import LlmError, LlmOptions, stream_answer
 from retrieval.schema import Citation, LlmFailure, QueryResponse, ScoredChunk
@@ -57,19 +57,10 @@ def _extractive(
     question: str,
     hits: Sequence[ScoredChunk],
     embedder: Embedder,
-    answer_hits: int,
-    dense_pool: int,
-    pages: PageRange,
+    options: AnswerOptions,
     failure: LlmFailure | None = None,
 ) -> QueryResponse:
-    answer = extractive_answer(
-        question,
-        hits,
-        max_hits=answer_hits,
-        embedder=embedder,
-        dense_pool=dense_pool,
-        pages=pages,
-    )
+    answer = extractive_answer(question, hits, embedder=embedder, options=options)
     return QueryResponse(
         answer=answer.text,
         citations=answer.citations,
@@ -84,15 +75,13 @@ async def answer_events(
     *,
     embedder: Embedder,
     llm: LlmOptions | None,
-    answer_hits: int = 5,
-    dense_pool: int = DENSE_POOL,
-    pages: PageRange = (None, None),
+    options: AnswerOptions = AnswerOptions(),
     thresholds: SupportThresholds | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> AsyncIterator[AnswerEvent]:
     """The answer to `question` from `hits` (best first) as events; the LLM's when `llm` is
     set and there are hits, else (or when the LLM fails) the extractive one."""
-    top = list(hits[:answer_hits])
+    top = list(hits[: options.max_hits])
     if llm is not None and top:
         pieces: list[str] = []
         try:
@@ -119,13 +108,9 @@ async def answer_events(
                 )
             )
             return
-        response = await asyncio.to_thread(
-            _extractive, question, hits, embedder, answer_hits, dense_pool, pages, failure
-        )
+        response = await asyncio.to_thread(_extractive, question, hits, embedder, options, failure)
     else:
-        response = await asyncio.to_thread(
-            _extractive, question, hits, embedder, answer_hits, dense_pool, pages
-        )
+        response = await asyncio.to_thread(_extractive, question, hits, embedder, options)
     yield TokenEvent(response.answer)
     yield CitationsEvent(response.citations)
     yield DoneEvent(response)
@@ -137,9 +122,7 @@ async def answer_response(
     *,
     embedder: Embedder,
     llm: LlmOptions | None,
-    answer_hits: int = 5,
-    dense_pool: int = DENSE_POOL,
-    pages: PageRange = (None, None),
+    options: AnswerOptions = AnswerOptions(),
     thresholds: SupportThresholds | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> QueryResponse:
@@ -149,9 +132,7 @@ async def answer_response(
         hits,
         embedder=embedder,
         llm=llm,
-        answer_hits=answer_hits,
-        dense_pool=dense_pool,
-        pages=pages,
+        options=options,
         thresholds=thresholds,
         client=client,
     ):

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 
-from retrieval.answer import DENSE_POOL, extractive_answer
+from retrieval.answer import DENSE_POOL, AnswerOptions, extractive_answer
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
 from retrieval.schema import Hit, QueryRequest, QueryResponse, ScoredChunk, SearchFilter
@@ -145,17 +145,20 @@ class Retriever:
         narrowed = (flt or SearchFilter()).model_copy(update={"doc_ids": doc_ids})
         return narrowed, rest or question
 
+    def answer_options(self, req: QueryRequest) -> AnswerOptions:
+        """How this retriever draws extractive answers for `req` (its page filter included)."""
+        return AnswerOptions(
+            max_hits=self.answer_hits,
+            dense_pool=self.dense_sentences,
+            pages=(req.page_from, req.page_to),
+        )
+
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""
         started = time.perf_counter()
         scored = self.search(req.question, req.top_k, search_filter(req))
         answer = extractive_answer(
-            req.question,
-            scored,
-            max_hits=self.answer_hits,
-            embedder=self.embedder,
-            dense_pool=self.dense_sentences,
-            pages=(req.page_from, req.page_to),
+            req.question, scored, embedder=self.embedder, options=self.answer_options(req)
         )
         logger.debug(
             "query %r: %d hits in %.1f ms",

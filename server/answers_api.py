@@ -81,9 +81,7 @@ async def query(req: QueryRequest, svc: Svc) -> QueryResponse:
         hits,
         embedder=svc.embedder,
         llm=svc.settings.llm_options(),
-        answer_hits=svc.retriever.answer_hits,
-        dense_pool=svc.retriever.dense_sentences,
-        pages=(req.page_from, req.page_to),
+        options=svc.retriever.answer_options(req),
     )
 
 
@@ -103,9 +101,7 @@ async def query_stream(req: QueryRequest, svc: Svc) -> StreamingResponse:
                 hits,
                 embedder=svc.embedder,
                 llm=svc.settings.llm_options(),
-                answer_hits=svc.retriever.answer_hits,
-                dense_pool=svc.retriever.dense_sentences,
-                pages=(req.page_from, req.page_to),
+                options=svc.retriever.answer_options(req),
             ):
                 yield _event_text(event)
         except Exception:  # the response has begun: the failure is told in the stream

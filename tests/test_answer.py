@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from retrieval.answer import NO_MATCH_ANSWER, extractive_answer, sentence_spans
+from retrieval.answer import NO_MATCH_ANSWER, AnswerOptions, extractive_answer, sentence_spans
 from retrieval.schema import Chunk, ChunkLine, Region, ScoredChunk
 
 DOC = "a" * 64
@@ -243,7 +243,9 @@ def test_an_embedder_ranks_the_candidate_sentences_again_by_meaning() -> None:
 def test_the_dense_pool_bounds_the_sentences_embedded() -> None:
     embedder = KeywordEmbedder()
     hits = [ScoredChunk(chunk=CUSTOMERS, score=0.9)]
-    extractive_answer("customer options", hits, embedder=embedder, dense_pool=1)
+    extractive_answer(
+        "customer options", hits, embedder=embedder, options=AnswerOptions(dense_pool=1)
+    )
     assert embedder.embedded == ["Customers: No customer must exercise its options."]
 
 
@@ -255,16 +257,19 @@ def test_a_page_filter_keeps_the_citations_on_its_pages() -> None:
     hits = [ScoredChunk(chunk=chunk, score=0.9)]
     unfiltered = extractive_answer("net debt", hits)
     assert {c.page for c in unfiltered.citations} == {8, 9}
-    on_nine = extractive_answer("net debt", hits, pages=(9, 9))
+    on_nine = extractive_answer("net debt", hits, options=AnswerOptions(pages=(9, 9)))
     assert [c.page for c in on_nine.citations] == [9]
     assert on_nine.text == "Net debt was 52 million in 2022. [1]"
     # a filter no sentence meets does not empty the answer
-    assert extractive_answer("net debt", hits, pages=(20, None)).citations
+    assert extractive_answer("net debt", hits, options=AnswerOptions(pages=(20, None))).citations
 
 
 def test_a_dense_pool_of_zero_ranks_by_terms_alone() -> None:
     embedder = KeywordEmbedder()
     hits = [ScoredChunk(chunk=CUSTOMERS, score=0.9)]
-    answer = extractive_answer("Who are the main customers?", hits, embedder=embedder, dense_pool=0)
+    no_pool = AnswerOptions(dense_pool=0)
+    answer = extractive_answer(
+        "Who are the main customers?", hits, embedder=embedder, options=no_pool
+    )
     assert answer.citations[0].quote == "No customer must exercise its options."
     assert embedder.embedded == []
