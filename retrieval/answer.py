@@ -77,12 +77,18 @@ def _candidates(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) ->
     for index, hit in enumerate(hits):
         text = hit.chunk.text
         for start, end in sentence_spans(text):
-            on = [ln.page for ln in hit.chunk.lines if ln.start < end and ln.end > start]
-            if on and not any((low or p) <= p <= (high or p) for p in on):
+            if (low or high) and not _on_pages(hit.chunk, start, end, low, high):
                 continue
             shown = " ".join(text[start:end].split())
             sentences.append(_Sentence(index, start, end, shown, frozenset(terms(shown))))
     return sentences
+
+
+def _on_pages(chunk: Chunk, start: int, end: int, low: int | None, high: int | None) -> bool:
+    """Whether characters `start`..`end` of the chunk have a line on pages `low`..`high` (true
+    for a chunk without lines)."""
+    on = [ln.page for ln in chunk.lines if ln.start < end and ln.end > start]
+    return not on or any((low or p) <= p <= (high or p) for p in on)
 
 
 def _rank(question: str, hits: Sequence[ScoredChunk], sentences: list[_Sentence]) -> list[float]:
