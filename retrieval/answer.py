@@ -1,24 +1,26 @@
 """Extractive answers: the best-supported sentences of the top hits, each cited to its lines.
 
-Sentences of the top hits are scored by the question terms they contain (weighted by an IDF over
-the candidate sentences, numbers weigh more) times the hit's relative score; given the index's
-embedding model, the best of them are ranked again by the similarity of the sentence, led by its
-section heading, to the question (docs/benchmarks.md measures both). The answer gives them best
-first, each with a citation of its own that points at the sentence's part of the chunk lines it
-spans, not at the whole chunk.
+Sentences of the top hits are scored by the question terms they contain (word stems, weighted by
+an IDF over the candidate sentences, numbers weigh more) times the hit's relative score; given the
+index's embedding model, the best of them are ranked again by the similarity of the sentence, led
+by its section heading, to the question (docs/benchmarks.md measures both). The answer gives them
+best first, each with a citation of its own that points at the sentence's part of the chunk lines
+it spans, not at the whole chunk; a lead-in ("... are as follows:") is cited with what it
+introduces.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from retrieval.evidence import locate
+from retrieval.evidence import Evidence, locate
 from retrieval.schema import Chunk, Citation, ScoredChunk, Support
-from retrieval.text_terms import sentence_spans, terms
+from retrieval.text_terms import sentence_spans, stems, terms
 
 if TYPE_CHECKING:
     from retrieval.embedder import Embedder
@@ -37,9 +39,11 @@ __all__ = [
 
 NO_MATCH_ANSWER = "No indexed passage matches the question."
 DENSE_POOL = 8
-_DENSE_FLOOR = 0.5
+_DENSE_FLOOR = 0.3
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 _DENSE_KEEP = 0.8
+_FOLLOW_AHEAD = 3
+_ORDINAL = re.compile(r"\d+$")
 
 PageRange = tuple[int | None, int | None]
 """First and last page (either open) that cited sentences must touch."""
@@ -80,7 +84,7 @@ def _candidates(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) ->
             if (low or high) and not _on_pages(hit.chunk, start, end, low, high):
                 continue
             shown = " ".join(text[start:end].split())
-            sentences.append(_Sentence(index, start, end, shown, frozenset(terms(shown))))
+            sentences.append(_Sentence(index, start, end, shown, frozenset(stems(shown))))
     return sentences
 
 
@@ -93,7 +97,7 @@ def _on_pages(chunk: Chunk, start: int, end: int, low: int | None, high: int | N
 
 def _rank(question: str, hits: Sequence[ScoredChunk], sentences: list[_Sentence]) -> list[float]:
     """Support of each sentence: IDF-weighted share of the question terms, times the hit weight."""
-    wanted = set(terms(question)) or set(terms(question, keep_stopwords=True))
+    wanted = set(stems(question)) or set(stems(question, keep_stopwords=True))
     if not wanted or not sentences:
         return [0.0] * len(sentences)
     df = Counter(t for s in sentences for t in s.terms & wanted)
@@ -122,7 +126,7 @@ def _dense(
     embedder: Embedder,
     pool: int,
 ) -> list[float]:
-    """The `pool` best sentences by `lexical`, down to half the best, scored again by the
+    """The `pool` best sentences by `lexical`, down to 0.3 times the best, scored again by the
     similarity of their text, led by their section heading, to the question; the others score 0.
     (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
     rare terms, such as a name.)"""
@@ -165,23 +169,22 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def cite(
-    n: int, hit: ScoredChunk, spans: Sequence[tuple[int, int]], *, support: Support | None = None
+    n: int,
+    hit: ScoredChunk,
+    spans: Sequence[tuple[int, int]],
+    *,
+    support: Support | None = None,
+    then: ScoredChunk | None = None,
 ) -> Citation:
     """`hit` cited as source `n`: boxed to the chunk lines that overlap the character `spans` of
-    its text, quoting them (in text order; a gap between them shown as an ellipsis)."""
+    its text, quoting them (in text order; a gap between them shown as an ellipsis); with `then`,
+    the whole of that chunk (what the cited text introduces) is boxed and quoted after them."""
     chunk = hit.chunk
-    ordered = sorted(set(spans))
-    lines = [ln for ln in chunk.lines if any(ln.start < e and ln.end > s for s, e in ordered)]
-    where = locate(chunk, lines, ordered)
-    quote_text = ""
-    previous_end: int | None = None
-    for start, end in ordered:
-        shown = " ".join(chunk.text[start:end].split())
-        if previous_end is not None:
-            gap = chunk.text[previous_end:start] if start > previous_end else ""
-            quote_text += " " if not gap.strip() else " … "
-        quote_text += shown
-        previous_end = max(end, previous_end or 0)
+    where, quote_text = _located(chunk, spans)
+    if then is not None:
+        after, after_text = _located(then.chunk, [(0, len(then.chunk.text))])
+        where = where.followed_by(after)
+        quote_text = f"{quote_text} … {after_text}"
     return Citation(
         n=n,
         doc_id=chunk.doc_id,
@@ -196,6 +199,58 @@ def cite(
         viewer_url=where.viewer_url(chunk.doc_id),
         support=support,
     )
+
+
+def _located(chunk: Chunk, spans: Sequence[tuple[int, int]]) -> tuple[Evidence, str]:
+    """Where the character `spans` of the chunk are, and their text as quoted."""
+    ordered = sorted(set(spans))
+    lines = [ln for ln in chunk.lines if any(ln.start < e and ln.end > s for s, e in ordered)]
+    quote_text = ""
+    previous_end: int | None = None
+    for start, end in ordered:
+        shown = " ".join(chunk.text[start:end].split())
+        if previous_end is not None:
+            gap = chunk.text[previous_end:start] if start > previous_end else ""
+            quote_text += " " if not gap.strip() else " … "
+        quote_text += shown
+        previous_end = max(end, previous_end or 0)
+    return locate(chunk, lines, ordered), quote_text
+
+
+def _cite_sentence(n: int, sentence: _Sentence, hits: Sequence[ScoredChunk]) -> Citation:
+    """The citation of an answer sentence; a lead-in ("... as follows:") is cited together with
+    what it introduces: the rest of its chunk, or else the chunk that follows it, if a hit."""
+    hit = hits[sentence.hit]
+    span = (sentence.start, sentence.end)
+    if not sentence.text.endswith((":", "：")):
+        return cite(n, hit, [span])
+    text = hit.chunk.text
+    if text[sentence.end :].strip():
+        return cite(n, hit, [(sentence.start, len(text.rstrip()))])
+    return cite(n, hit, [span], then=_follower(hit.chunk, hits))
+
+
+def _follower(chunk: Chunk, hits: Sequence[ScoredChunk]) -> ScoredChunk | None:
+    """The hit nearest after `chunk` in its document, a few chunks on at most (a table's header
+    can be a chunk of its own) and starting on the page `chunk` ends on or the next."""
+    at = _ordinal(chunk)
+    last_page = chunk.lines[-1].page if chunk.lines else chunk.page
+    following = [
+        (ahead, hit)
+        for hit in hits
+        if at is not None
+        and hit.chunk.doc_id == chunk.doc_id
+        and (ahead := _ordinal(hit.chunk)) is not None
+        and 0 < ahead - at <= _FOLLOW_AHEAD
+        and 0 <= hit.chunk.page - last_page <= 1
+    ]
+    return min(following, key=lambda pair: pair[0])[1] if following else None
+
+
+def _ordinal(chunk: Chunk) -> int | None:
+    """The chunk's place in its document, from its id (`c0042`)."""
+    found = _ORDINAL.search(chunk.chunk_id)
+    return int(found.group()) if found else None
 
 
 def extractive_answer(
@@ -224,5 +279,5 @@ def extractive_answer(
     if not chosen:
         return Answer(NO_MATCH_ANSWER, [])
     text = " ".join(f"{s.text} [{n}]" for n, s in enumerate(chosen, 1))
-    citations = [cite(n, top[s.hit], [(s.start, s.end)]) for n, s in enumerate(chosen, 1)]
+    citations = [_cite_sentence(n, s, top) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations)

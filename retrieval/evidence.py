@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from retrieval.schema import BBox, Chunk, ChunkLine, Region, union_bbox
-from retrieval.text_terms import sentence_spans, terms
+from retrieval.text_terms import sentence_spans, stems
 
 __all__ = ["Evidence", "locate", "supporting_lines"]
 
@@ -42,6 +42,17 @@ class Evidence:
 
     def viewer_url(self, doc_id: str) -> str:
         return f"{self.page_url(doc_id)}/view?highlight={self.highlight_param()}"
+
+    def followed_by(self, after: Evidence) -> Evidence:
+        """This evidence and `after` (what follows it in the document) as one: a region per
+        page, the highlight of both where `after` starts on this evidence's page."""
+        boxes: dict[int, list[BBox]] = {}
+        for region in [*self.regions, *after.regions]:
+            boxes.setdefault(region.page, []).append(region.bbox)
+        regions = [Region(page=p, bbox=union_bbox(bs)) for p, bs in sorted(boxes.items())]
+        first = next(r for r in regions if r.page == self.page)
+        shown = [*self.highlight, *after.highlight] if after.page == self.page else self.highlight
+        return Evidence(self.page, first.bbox, regions, shown)
 
 
 def _columns(boxes: Sequence[tuple[BBox, bool]]) -> list[BBox]:
@@ -105,8 +116,8 @@ def supporting_lines(chunk: Chunk, claim: str, *, near: float = 0.6) -> list[Chu
     shares a term with the claim."""
     if not chunk.lines:
         return []
-    wanted = set(terms(claim)) or set(terms(claim, keep_stopwords=True))
-    line_terms = [set(terms(chunk.text[ln.start : ln.end])) for ln in chunk.lines]
+    wanted = set(stems(claim)) or set(stems(claim, keep_stopwords=True))
+    line_terms = [set(stems(chunk.text[ln.start : ln.end])) for ln in chunk.lines]
     if not wanted:
         return []
     df = Counter(t for ts in line_terms for t in ts & wanted)

@@ -63,8 +63,13 @@ def _distinct(
 
 
 def distinct_pages(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
-    """The best chunk of each page, best first, at most `limit` of them."""
-    return _distinct(scored, limit, lambda hit: (hit.chunk.doc_id, hit.chunk.page))
+    """The best chunk of each page, best first, at most `limit` of them; when the candidates
+    hold fewer pages than that (a search held to one page, a small index), their next best
+    chunks follow, so a search still returns `limit` hits where it can."""
+    best = _distinct(scored, limit, lambda hit: (hit.chunk.doc_id, hit.chunk.page))
+    if len(best) == limit:
+        return best
+    return _distinct([*best, *scored], limit, lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id))
 
 
 class Retriever:
@@ -73,7 +78,8 @@ class Retriever:
 
     With `page_hits` (the default) a search returns the best chunk of each page, from `overfetch`
     times as many fused candidates: a page whose table or text is split into several chunks then
-    takes one place in the results, not five (measured in docs/benchmarks.md).
+    takes one place in the results, not five (measured in docs/benchmarks.md); other chunks of
+    the pages found fill the results only when there are fewer pages than asked for.
 
     With `names` (doc_id -> file name of the indexed documents), a question that names documents
     ("3M's FY2018 capex") gets their best pages first, then the rest of the search, provided the

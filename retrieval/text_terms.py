@@ -1,12 +1,16 @@
 """Terms and sentences of passage text, as the extractive answer and evidence localisation see
 them: lower-cased words with light plural stemming, numbers without separators, CJK runs as
-character pairs; sentences cut at end punctuation (not after common abbreviations) and newlines."""
+character pairs; sentences cut at end punctuation (not after common abbreviations) and newlines.
+For matching a question to sentences and lines, `stems` reduces the words further to their
+Snowball stems (`cyclicality` and `cyclical` both `cyclic`)."""
 
 from __future__ import annotations
 
 import re
+import threading
+from typing import Any
 
-__all__ = ["STOPWORDS", "sentence_spans", "terms"]
+__all__ = ["STOPWORDS", "sentence_spans", "stems", "terms"]
 
 _BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
 _ABBREVIATION_WORDS = """e.g i.e etc al fig figs no nos vs dr mr mrs ms prof eq eqs ref refs sec tab
@@ -45,6 +49,27 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
         elif keep_stopwords or token not in _STOPWORDS:
             out.append(_stem(token))
     return out
+
+
+_local = threading.local()  # a PyStemmer stemmer is not safe to share between threads
+
+
+def _stemmer() -> Any:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def stems(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """`terms` with the words cut to their English Snowball stems (numbers and CJK pairs kept)."""
+    found = terms(text, keep_stopwords=keep_stopwords)
+    words = [i for i, t in enumerate(found) if t.isalpha() and t.isascii()]
+    for i, stem in zip(words, _stemmer().stemWords([found[i] for i in words]), strict=True):
+        found[i] = stem
+    return found
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

@@ -9,6 +9,7 @@ import numpy as np
 
 from retrieval.answer import NO_MATCH_ANSWER, AnswerOptions, extractive_answer, sentence_spans
 from retrieval.schema import Chunk, ChunkLine, Region, ScoredChunk
+from retrieval.text_terms import stems
 
 DOC = "a" * 64
 
@@ -273,3 +274,92 @@ def test_a_dense_pool_of_zero_ranks_by_terms_alone() -> None:
     )
     assert answer.citations[0].quote == "No customer must exercise its options."
     assert embedder.embedded == []
+
+
+def test_words_match_by_their_stems() -> None:
+    assert stems("Cyclicality and cyclical members, 1,577 of them") == [
+        "cyclic",
+        "cyclic",
+        "member",
+        "1577",
+    ]
+    chunk = make_chunk(
+        "c0007",
+        [(2, "Demand follows the seasons of the year."), (2, "The airline industry is cyclical.")],
+    )
+    answer = extractive_answer(
+        "Is the business subject to cyclicality?", [ScoredChunk(chunk=chunk, score=0.9)]
+    )
+    assert answer.citations[0].quote == "The airline industry is cyclical."
+
+
+def test_a_lead_in_is_cited_with_the_rest_of_its_chunk() -> None:
+    chunk = make_chunk(
+        "c0010",
+        [
+            (5, "Comparable sales changes by category were as follows:"),
+            (5, "Computing: a decline of 6.4%."),
+            (5, "Services: growth of 7.6%."),
+        ],
+        joiner="\n",
+    )
+    answer = extractive_answer(
+        "How did comparable sales change by category?", [ScoredChunk(chunk=chunk, score=0.9)]
+    )
+    assert answer.text.startswith("Comparable sales changes by category were as follows: [1]")
+    first = answer.citations[0]
+    assert first.bbox == chunk.regions[0].bbox
+    assert first.quote.endswith("Services: growth of 7.6%.")
+
+
+def _table_after_lead_in(table_id: str) -> tuple[Chunk, Chunk]:
+    lead_in = make_chunk(
+        "c0020", [(11, "The following table presents the Company's debt investments:")]
+    )
+    table = make_chunk(
+        table_id,
+        [(11, "| Corporate bonds | 416,420 |"), (11, "| Government securities | 57,696 |")],
+        joiner="\n",
+    )
+    table = table.model_copy(update={"kind": "table"})
+    lines = [
+        ln.model_copy(update={"bbox": (72.0, 200.0 + 14 * i, 300.0, 212.0 + 14 * i)})
+        for i, ln in enumerate(table.lines)
+    ]
+    region = Region(page=11, bbox=(72.0, 200.0, 300.0, 226.0))
+    return lead_in, table.model_copy(update={"lines": lines, "regions": [region]})
+
+
+def test_a_lead_in_is_cited_with_the_chunk_that_follows_it() -> None:
+    question = "Which debt investments does the Company hold?"
+    lead_in, table = _table_after_lead_in("c0022")  # c0021, a table header, is not a hit
+    hits = [ScoredChunk(chunk=lead_in, score=0.9), ScoredChunk(chunk=table, score=0.5)]
+    cited = extractive_answer(question, hits, max_sentences=1).citations[0]
+    assert cited.quote.startswith("The following table presents")
+    assert cited.quote.endswith("| Government securities | 57,696 |")
+    assert cited.bbox == (72.0, 100.0, lead_in.lines[0].bbox[2], 226.0)
+    assert [r.page for r in cited.regions] == [11]
+    assert cited.highlight_url.endswith(";72.0,200.0,300.0,226.0")
+    # a chunk further on is not what the lead-in introduces
+    lead_in, far = _table_after_lead_in("c0030")
+    hits = [ScoredChunk(chunk=lead_in, score=0.9), ScoredChunk(chunk=far, score=0.5)]
+    alone = extractive_answer(question, hits, max_sentences=1).citations[0]
+    assert alone.bbox == lead_in.lines[0].bbox
+    assert alone.quote == "The following table presents the Company's debt investments:"
+
+
+def test_a_look_alike_sentence_does_not_outrank_the_one_the_question_names() -> None:
+    from retrieval.embedder import SentenceTransformerEmbedder
+
+    kelud = make_chunk(
+        "c0000", [(1, "The Kelud volcano erupted in February 2014 and ash fell on Yogyakarta.")]
+    ).model_copy(update={"section_path": ["Eruption history"]})
+    merapi = make_chunk(
+        "c0000", [(1, "The Merapi volcano erupted in 2010.")], doc_id="b" * 64
+    ).model_copy(update={"section_path": ["History"]})
+    hits = [ScoredChunk(chunk=kelud, score=0.9), ScoredChunk(chunk=merapi, score=0.8)]
+    question = "When did the Merapi volcano erupt?"
+    answer = extractive_answer(question, hits, embedder=SentenceTransformerEmbedder())
+    # both share "volcano" and "erupt" (stems) with the question, so both are ranked by meaning
+    assert answer.citations[0].quote == "The Merapi volcano erupted in 2010."
+    assert answer.citations[0].doc_id == "b" * 64

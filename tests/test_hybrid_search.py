@@ -184,3 +184,21 @@ def test_retriever_returns_the_best_chunk_of_each_page(tmp_path: Path) -> None:
     every = Retriever(embedder, store, page_hits=False).search(question, 6)
     assert [s.chunk.page for s in every].count(1) == 3
     store.close()
+
+
+def test_a_search_held_to_one_page_still_returns_top_k_chunks(tmp_path: Path) -> None:
+    embedder = HashEmbedder(dim=DIM)
+    same_page = [
+        c.model_copy(update={"regions": [Region(page=1, bbox=c.regions[0].bbox)]})
+        for c in CHUNKS[:3]
+    ]
+    store = EdgeStore(tmp_path / "p", DIM)
+    store.upsert([*same_page, *CHUNKS[3:]], embedder.embed_documents(TEXTS))
+    question = "capital expenditures revenue dividend inventories"
+    held = Retriever(embedder, store).search(question, 5, SearchFilter(page_from=1, page_to=1))
+    assert sorted(s.chunk.chunk_id for s in held) == sorted(c.chunk_id for c in same_page)
+    assert held[0].score == max(s.score for s in held)
+    pages = [s.chunk.page for s in Retriever(embedder, store).search(question, len(CHUNKS))]
+    assert len(pages) == len(CHUNKS)
+    assert len(set(pages[: len(set(pages))])) == len(set(pages))  # each page once, then the rest
+    store.close()

@@ -17,6 +17,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -27,10 +28,10 @@ import pytest
 from PIL import Image
 
 from ocr_engine.options import OcrMode
+from retrieval.embedder import SentenceTransformerEmbedder
 from server.pages import parse_highlight
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.llm_stub import Behaviour, LlmStub
 from tests.pdfgen import FACTS, fact_pdf, html_named_pdf
 from tests.test_e2e import LiveServer
@@ -88,12 +89,18 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("shots")
 
 
+@cache
+def _shipped_model() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder()
+
+
 @contextmanager
 def _serve(root: Path, **settings: Any) -> Iterator[tuple[Services, str]]:
-    """The real app and services with `settings` on a loopback port: (services, base URL)."""
+    """The real app and services, with the shipped embedding model (the answers rank sentences
+    by its sense of meaning), and `settings` on a loopback port: (services, base URL)."""
     settings = {"ocr": OcrMode.never, "extract_processes": 0, **settings}
     config = Settings(data_dir=root / "data", **settings)
-    services = build_services(config, embedder=HashEmbedder())
+    services = build_services(config, embedder=_shipped_model())
     try:
         with LiveServer(services) as server:
             yield services, server.base_url
