@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -27,12 +27,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DENSE_POOL",
+    "FOLLOW_AHEAD",
     "NO_MATCH_ANSWER",
     "Answer",
     "AnswerOptions",
     "PageRange",
     "cite",
     "extractive_answer",
+    "following_ids",
     "sentence_spans",
     "terms",
 ]
@@ -42,7 +44,8 @@ DENSE_POOL = 8
 _DENSE_FLOOR = 0.3
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 _DENSE_KEEP = 0.8
-_FOLLOW_AHEAD = 3
+FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
+_SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
 
 PageRange = tuple[int | None, int | None]
@@ -53,11 +56,13 @@ PageRange = tuple[int | None, int | None]
 class AnswerOptions:
     """How an extractive answer is drawn: from the top `max_hits` hits; the `dense_pool` best
     sentences by terms ranked again by embedding (0: by terms alone); cited on `pages` (a
-    request's page filter) while any sentence is."""
+    request's page filter) while any sentence is; `following` gives the chunks after a chunk in
+    its document (a store lookup), for a lead-in whose table is not among the hits."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
     pages: PageRange = (None, None)
+    following: Callable[[Chunk], Sequence[Chunk]] | None = None
 
 
 class Answer(NamedTuple):
@@ -174,16 +179,16 @@ def cite(
     spans: Sequence[tuple[int, int]],
     *,
     support: Support | None = None,
-    then: ScoredChunk | None = None,
+    then: Sequence[Chunk] = (),
 ) -> Citation:
     """`hit` cited as source `n`: boxed to the chunk lines that overlap the character `spans` of
-    its text, quoting them (in text order; a gap between them shown as an ellipsis); with `then`,
-    the whole of that chunk (what the cited text introduces) is boxed and quoted after them."""
+    its text, quoting them (in text order; a gap between them shown as an ellipsis); the whole of
+    each chunk in `then` (what the cited text introduces) is boxed and quoted after them."""
     chunk = hit.chunk
     where, quote_text = _located(chunk, spans)
-    if then is not None:
-        after, after_text = _located(then.chunk, [(0, len(then.chunk.text))])
-        where = where.followed_by(after)
+    for after in then:
+        evidence, after_text = _located(after, [(0, len(after.text))])
+        where = where.followed_by(evidence)
         quote_text = f"{quote_text} … {after_text}"
     return Citation(
         n=n,
@@ -217,9 +222,14 @@ def _located(chunk: Chunk, spans: Sequence[tuple[int, int]]) -> tuple[Evidence, 
     return locate(chunk, lines, ordered), quote_text
 
 
-def _cite_sentence(n: int, sentence: _Sentence, hits: Sequence[ScoredChunk]) -> Citation:
+def _cite_sentence(
+    n: int,
+    sentence: _Sentence,
+    hits: Sequence[ScoredChunk],
+    following: Callable[[Chunk], Sequence[Chunk]] | None,
+) -> Citation:
     """The citation of an answer sentence; a lead-in ("... as follows:") is cited together with
-    what it introduces: the rest of its chunk, or else the chunk that follows it, if a hit."""
+    what it introduces: the rest of its chunk, or else what follows the chunk."""
     hit = hits[sentence.hit]
     span = (sentence.start, sentence.end)
     if not sentence.text.endswith((":", "：")):
@@ -227,30 +237,49 @@ def _cite_sentence(n: int, sentence: _Sentence, hits: Sequence[ScoredChunk]) -> 
     text = hit.chunk.text
     if text[sentence.end :].strip():
         return cite(n, hit, [(sentence.start, len(text.rstrip()))])
-    return cite(n, hit, [span], then=_follower(hit.chunk, hits))
+    return cite(n, hit, [span], then=_introduced(hit.chunk, hits, following))
 
 
-def _follower(chunk: Chunk, hits: Sequence[ScoredChunk]) -> ScoredChunk | None:
-    """The hit nearest after `chunk` in its document, a few chunks on at most (a table's header
-    can be a chunk of its own) and starting on the page `chunk` ends on or the next."""
-    at = _ordinal(chunk)
+def _introduced(
+    chunk: Chunk,
+    hits: Sequence[ScoredChunk],
+    following: Callable[[Chunk], Sequence[Chunk]] | None,
+) -> list[Chunk]:
+    """What a chunk ending in a lead-in introduces: the nearest hit a few chunks after it, or
+    else (given `following`) its next chunks up to the first of some length (a table's column
+    header can be a chunk of its own); only chunks that start on the page the lead-in ends on
+    or the next."""
     last_page = chunk.lines[-1].page if chunk.lines else chunk.page
-    following = [
-        (ahead, hit)
+    ahead = set(following_ids(chunk.chunk_id, FOLLOW_AHEAD))
+    near = [
+        hit.chunk
         for hit in hits
-        if at is not None
-        and hit.chunk.doc_id == chunk.doc_id
-        and (ahead := _ordinal(hit.chunk)) is not None
-        and 0 < ahead - at <= _FOLLOW_AHEAD
+        if hit.chunk.doc_id == chunk.doc_id
+        and hit.chunk.chunk_id in ahead
         and 0 <= hit.chunk.page - last_page <= 1
     ]
-    return min(following, key=lambda pair: pair[0])[1] if following else None
+    if near:
+        return [min(near, key=lambda c: c.chunk_id)]
+    if following is None:
+        return []
+    introduced: list[Chunk] = []
+    for after in following(chunk):
+        if not 0 <= after.page - last_page <= 1:
+            break
+        introduced.append(after)
+        if len(after.text.split()) >= _SUBSTANCE_WORDS:
+            return introduced
+    return []
 
 
-def _ordinal(chunk: Chunk) -> int | None:
-    """The chunk's place in its document, from its id (`c0042`)."""
-    found = _ORDINAL.search(chunk.chunk_id)
-    return int(found.group()) if found else None
+def following_ids(chunk_id: str, n: int) -> list[str]:
+    """The ids of the `n` chunks after `chunk_id` in its document (`c0041` -> `c0042`, ...);
+    none for an id without a number."""
+    found = _ORDINAL.search(chunk_id)
+    if found is None:
+        return []
+    head, digits = chunk_id[: found.start()], found.group()
+    return [f"{head}{int(digits) + k:0{len(digits)}d}" for k in range(1, n + 1)]
 
 
 def extractive_answer(
@@ -279,5 +308,5 @@ def extractive_answer(
     if not chosen:
         return Answer(NO_MATCH_ANSWER, [])
     text = " ".join(f"{s.text} [{n}]" for n, s in enumerate(chosen, 1))
-    citations = [_cite_sentence(n, s, top) for n, s in enumerate(chosen, 1)]
+    citations = [_cite_sentence(n, s, top, options.following) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations)

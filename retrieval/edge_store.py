@@ -10,11 +10,12 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, assert_never
+from uuid import UUID
 
 import numpy as np
 import qdrant_edge as qe
 
-from retrieval.schema import Chunk, ScoredChunk, SearchFilter
+from retrieval.schema import Chunk, ScoredChunk, SearchFilter, point_id
 from retrieval.sparse import SparseVec
 from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError
 from retrieval.store_common import (
@@ -208,6 +209,18 @@ class EdgeStore:
                 if offset is None:
                     break
         return sorted(found, key=lambda chunk: chunk.chunk_id)
+
+    def get(self, doc_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks of `doc_id` with these ids that are stored, in the order asked."""
+        if not chunk_ids:
+            return []
+        ids: list[int | UUID | str] = [point_id(doc_id, c) for c in chunk_ids]
+        with self._lock:
+            shard = self._require()
+            records = self._do(partial(shard.retrieve, ids, True, False))
+        chunks = [chunk_from_payload(r.payload) for r in records if r.payload]
+        found = {chunk.chunk_id: chunk for chunk in chunks}
+        return [found[c] for c in chunk_ids if c in found]
 
     def flush(self) -> None:
         """Make every write durable."""

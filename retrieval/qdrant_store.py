@@ -21,7 +21,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from retrieval.schema import Chunk, ScoredChunk, SearchFilter
+from retrieval.schema import Chunk, ScoredChunk, SearchFilter, point_id
 from retrieval.sparse import SparseVec
 from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError
 from retrieval.store_common import (
@@ -273,6 +273,22 @@ class QdrantServerStore:
                 if offset is None:
                     break
         return sorted(found, key=lambda chunk: chunk.chunk_id)
+
+    def get(self, doc_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks of `doc_id` with these ids that are stored, in the order asked."""
+        if not chunk_ids:
+            return []
+        ids = [point_id(doc_id, c) for c in chunk_ids]
+        with self._reading():
+            client = self._require()
+            records = self._do(
+                partial(
+                    client.retrieve, self.collection, ids, with_payload=True, with_vectors=False
+                )
+            )
+        chunks = [chunk_from_payload(r.payload) for r in records if r.payload]
+        found = {chunk.chunk_id: chunk for chunk in chunks}
+        return [found[c] for c in chunk_ids if c in found]
 
     def flush(self) -> None:
         """Every write already waited for the server to apply it; checks the store is open."""

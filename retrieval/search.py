@@ -6,10 +6,16 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 
-from retrieval.answer import DENSE_POOL, AnswerOptions, extractive_answer
+from retrieval.answer import (
+    DENSE_POOL,
+    FOLLOW_AHEAD,
+    AnswerOptions,
+    extractive_answer,
+    following_ids,
+)
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
-from retrieval.schema import Hit, QueryRequest, QueryResponse, ScoredChunk, SearchFilter
+from retrieval.schema import Chunk, Hit, QueryRequest, QueryResponse, ScoredChunk, SearchFilter
 from retrieval.store import VectorStore
 
 __all__ = ["InvalidQueryError", "Retriever", "distinct_pages", "search_filter"]
@@ -157,7 +163,12 @@ class Retriever:
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
             pages=(req.page_from, req.page_to),
+            following=self.following,
         )
+
+    def following(self, chunk: Chunk) -> list[Chunk]:
+        """The few chunks after `chunk` in its document, from the store."""
+        return self.store.get(chunk.doc_id, following_ids(chunk.chunk_id, FOLLOW_AHEAD))
 
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""

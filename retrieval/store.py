@@ -78,6 +78,10 @@ class VectorStore(Protocol):
         """Every chunk of one document, in chunk-id order."""
         ...
 
+    def get(self, doc_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks of `doc_id` with these ids that are stored, in the order asked."""
+        ...
+
     def flush(self) -> None:
         """Make every write durable."""
         ...

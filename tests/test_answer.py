@@ -7,7 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from retrieval.answer import NO_MATCH_ANSWER, AnswerOptions, extractive_answer, sentence_spans
+from retrieval.answer import (
+    NO_MATCH_ANSWER,
+    AnswerOptions,
+    extractive_answer,
+    following_ids,
+    sentence_spans,
+)
 from retrieval.schema import Chunk, ChunkLine, Region, ScoredChunk
 from retrieval.text_terms import stems
 
@@ -363,3 +369,38 @@ def test_a_look_alike_sentence_does_not_outrank_the_one_the_question_names() -> 
     # both share "volcano" and "erupt" (stems) with the question, so both are ranked by meaning
     assert answer.citations[0].quote == "The Merapi volcano erupted in 2010."
     assert answer.citations[0].doc_id == "b" * 64
+
+
+def test_a_lead_in_whose_table_is_no_hit_is_cited_with_the_chunks_the_store_has_after_it() -> None:
+    assert following_ids("c0041", 3) == ["c0042", "c0043", "c0044"]
+    assert following_ids("c9999", 1) == ["c10000"]
+    assert following_ids("intro", 2) == []
+    question = "Which debt investments does the Company hold?"
+    lead_in, table = _table_after_lead_in("c0022")
+    header = make_chunk("c0021", [(11, "June 30, 2023")])
+    asked: list[str] = []
+
+    def following(chunk: Chunk) -> list[Chunk]:
+        asked.append(chunk.chunk_id)
+        return [header, table]
+
+    hits = [ScoredChunk(chunk=lead_in, score=0.9)]  # one chunk per page: the table is no hit
+    options = AnswerOptions(following=following)
+    cited = extractive_answer(question, hits, options=options, max_sentences=1).citations[0]
+    assert asked == ["c0020"]
+    assert cited.quote == (
+        "The following table presents the Company's debt investments: … June 30, 2023 … "
+        "| Corporate bonds | 416,420 | | Government securities | 57,696 |"
+    )
+    assert cited.bbox == (72.0, 100.0, lead_in.lines[0].bbox[2], 226.0)
+    # what starts two pages on is not what the lead-in introduces
+    far = table.model_copy(
+        update={
+            "lines": [ln.model_copy(update={"page": 13}) for ln in table.lines],
+            "regions": [r.model_copy(update={"page": 13}) for r in table.regions],
+        }
+    )
+    options = AnswerOptions(following=lambda chunk: [far])
+    alone = extractive_answer(question, hits, options=options, max_sentences=1).citations[0]
+    assert alone.quote == "The following table presents the Company's debt investments:"
+    assert [r.page for r in alone.regions] == [11]

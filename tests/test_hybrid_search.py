@@ -14,7 +14,7 @@ from qdrant_client import models as qm
 
 from retrieval.edge_store import EdgeStore
 from retrieval.qdrant_store import QdrantServerStore
-from retrieval.schema import Chunk, ChunkLine, Region, SearchFilter
+from retrieval.schema import Chunk, ChunkLine, QueryRequest, Region, SearchFilter
 from retrieval.search import Retriever
 from retrieval.store import StoreConfigError, VectorStore
 from retrieval.store_common import LEXICAL_NAME, VECTOR_NAME, HybridParams
@@ -91,6 +91,14 @@ def test_without_text_the_search_is_dense_only(store: VectorStore) -> None:
 def test_fusion_keeps_the_dense_match_beside_the_lexical_one(store: VectorStore) -> None:
     found = _ids(store.search(VECTORS[1], 2, text="dividend shareholders"))
     assert sorted(found) == ["c0001", "c0002"]
+
+
+def test_chunks_are_fetched_by_id_in_the_order_asked(store: VectorStore) -> None:
+    doc = CHUNKS[0].doc_id
+    got = store.get(doc, ["c0003", "c0001", "c0999"])
+    assert got == [CHUNKS[3], CHUNKS[1]]
+    assert store.get("f" * 64, ["c0001"]) == []
+    assert store.get(doc, []) == []
 
 
 def test_filters_apply_to_both_halves(store: VectorStore) -> None:
@@ -202,3 +210,29 @@ def test_a_search_held_to_one_page_still_returns_top_k_chunks(tmp_path: Path) ->
     assert len(pages) == len(CHUNKS)
     assert len(set(pages[: len(set(pages))])) == len(set(pages))  # each page once, then the rest
     store.close()
+
+
+def test_a_lead_in_found_alone_on_its_page_is_cited_with_the_table_stored_after_it(
+    tmp_path: Path,
+) -> None:
+    from tests.test_answer import make_chunk
+
+    lead_in = make_chunk("c0020", [(11, "The following table presents our debt investments:")])
+    header = make_chunk("c0021", [(11, "June 30, 2023")])
+    table = make_chunk(
+        "c0022",
+        [(11, "| Corporate bonds | 416,420 |"), (11, "| Government securities | 57,696 |")],
+        joiner="\n",
+    ).model_copy(update={"kind": "table"})
+    chunks = [lead_in, header, table]
+    embedder = HashEmbedder(dim=DIM)
+    with EdgeStore(tmp_path / "lead", DIM) as store:
+        store.upsert(chunks, embedder.embed_documents([c.text for c in chunks]))
+        retriever = Retriever(embedder, store, dense_sentences=0)
+        question = "What does the following table present about debt investments?"
+        response = retriever.query(QueryRequest(question=question, top_k=1))
+        assert [h.chunk_id for h in response.hits] == ["c0020"]
+        cited = response.citations[0]
+        assert cited.quote.startswith("The following table presents our debt investments:")
+        assert cited.quote.endswith("| Government securities | 57,696 |")
+        assert cited.bbox[3] == table.regions[0].bbox[3]
