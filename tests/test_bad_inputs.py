@@ -141,8 +141,12 @@ def _records(base: str, query: str = "") -> dict[str, dict[str, object]]:
 def test_each_bad_file_fails_alone_with_its_reason(served: tuple[Services, str, Path]) -> None:
     svc, base, inbox = served
     settled = ("ok", "partial", "failed")
-    _wait_for(lambda: all(r["status"] in settled for r in _records(base).values()), 120)
-    _wait_for(lambda: len(_records(base)) == len(CORPUS), 30)
+
+    def all_settled() -> bool:  # every file found and done: the watcher may still be adding some
+        records = _records(base)
+        return len(records) == len(CORPUS) and all(r["status"] in settled for r in records.values())
+
+    _wait_for(all_settled, 150)
     records = _records(base)
     failed = _records(base, "?status=failed")
     expected_failures = {name for name, (_, reason) in CORPUS.items() if reason}
