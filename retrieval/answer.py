@@ -250,13 +250,17 @@ def _introduced(
     header can be a chunk of its own); only chunks that start on the page the lead-in ends on
     or the next."""
     last_page = chunk.lines[-1].page if chunk.lines else chunk.page
+
+    def starts_near(after: Chunk) -> bool:
+        return 0 <= after.page - last_page <= 1
+
     ahead = set(following_ids(chunk.chunk_id, FOLLOW_AHEAD))
     near = [
         hit.chunk
         for hit in hits
         if hit.chunk.doc_id == chunk.doc_id
         and hit.chunk.chunk_id in ahead
-        and 0 <= hit.chunk.page - last_page <= 1
+        and starts_near(hit.chunk)
     ]
     if near:
         return [min(near, key=lambda c: c.chunk_id)]
@@ -264,7 +268,7 @@ def _introduced(
         return []
     introduced: list[Chunk] = []
     for after in following(chunk):
-        if not 0 <= after.page - last_page <= 1:
+        if not starts_near(after):
             break
         introduced.append(after)
         if len(after.text.split()) >= _SUBSTANCE_WORDS:

@@ -26,7 +26,6 @@ that the their theirs them then there these they this those through to too under
 we were what when where which while who whom why will with would you your yours tell show give
 list describe explain many much per"""
 STOPWORDS = frozenset(_STOPWORD_LIST.split())
-_STOPWORDS = STOPWORDS
 
 
 def _stem(token: str) -> str:
@@ -46,7 +45,7 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
             out.append(token.replace(",", ""))
         elif _CJK.search(token):
             out.extend(token[i : i + 2] for i in range(max(1, len(token) - 1)))
-        elif keep_stopwords or token not in _STOPWORDS:
+        elif keep_stopwords or token not in STOPWORDS:
             out.append(_stem(token))
     return out
 

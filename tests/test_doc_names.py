@@ -98,16 +98,21 @@ def _chunk(doc_id: str, source: str, page: int, text: str) -> Chunk:
     )
 
 
-def test_named_documents_come_first_and_a_filter_wins(tmp_path: Path) -> None:
+def _index(tmp_path: Path, chunks: list[Chunk]) -> tuple[HashEmbedder, EdgeStore]:
     embedder = HashEmbedder(dim=32)
     store = EdgeStore(tmp_path / "index", embedder.dim)
+    store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+    return embedder, store
+
+
+def test_named_documents_come_first_and_a_filter_wins(tmp_path: Path) -> None:
     other, named = "a" * 64, "b" * 64
     sources = {other: "BOEING_2022_10K.pdf", named: "PFIZER_2021_10K.pdf"}
     text = "Property, plant and equipment grew to 13,745 million dollars."
     chunks = [_chunk(other, sources[other], p, text + " Aircraft." * p) for p in range(1, 4)] + [
         _chunk(named, sources[named], 7, "Vaccines and medicines. Plant equipment grew.")
     ]
-    store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+    embedder, store = _index(tmp_path, chunks)
     names = NamedDocuments(lambda: sources)
     question = "Did Pfizer grow its property, plant and equipment?"
 
@@ -123,14 +128,12 @@ def test_named_documents_come_first_and_a_filter_wins(tmp_path: Path) -> None:
 
 
 def test_a_name_the_content_does_not_back_is_ignored(tmp_path: Path) -> None:
-    embedder = HashEmbedder(dim=32)
-    store = EdgeStore(tmp_path / "index", embedder.dim)
     other, named = "a" * 64, "b" * 64
     sources = {other: "cloud_report.pdf", named: "US-Views-on-China.pdf"}
     text = "The largest cloud provider runs data centers in many cities."
     chunks = [_chunk(other, sources[other], p, f"{text} Site {p}.") for p in range(1, 13)]
     chunks.append(_chunk(named, sources[named], 1, "Survey of opinions on trade and tariffs."))
-    store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+    embedder, store = _index(tmp_path, chunks)
     question = "How many data centers does China's largest cloud provider have?"
     assert NamedDocuments(lambda: sources).match(question).doc_ids == [named]
 

@@ -76,6 +76,11 @@ def _events(base: str, body: dict[str, object]) -> list[tuple[str, dict[str, obj
         return sse_events(response)
 
 
+def _stream(base: str, stub: LlmStub, behaviour: Behaviour) -> list[tuple[str, dict[str, object]]]:
+    stub.behaviour = behaviour
+    return _events(base, {"question": QUESTION})
+
+
 def _markers(text: str) -> list[int]:
     return [int(n) for n in re.findall(r"\[(\d+)\]", text)]
 
@@ -169,8 +174,7 @@ def test_the_stream_sends_tokens_then_citations_then_the_response(
     live: tuple[Services, str], stub: LlmStub
 ) -> None:
     _, base = live
-    stub.behaviour = Behaviour.miscite
-    events = _events(base, {"question": QUESTION})
+    events = _stream(base, stub, Behaviour.miscite)
     kinds = [k for k, _ in events]
     assert kinds[-2:] == ["citations", "done"] and set(kinds[:-2]) == {"token"}
     assert len(kinds) > 5  # tokens as they came, not the answer at once
@@ -185,8 +189,7 @@ def test_the_stream_falls_back_in_one_token_and_refuses_bad_requests_as_json(
     live: tuple[Services, str], stub: LlmStub
 ) -> None:
     _, base = live
-    stub.behaviour = Behaviour.error_500
-    events = _events(base, {"question": QUESTION})
+    events = _stream(base, stub, Behaviour.error_500)
     assert [k for k, _ in events] == ["token", "citations", "done"]
     done = QueryResponse.model_validate(events[-1][1])
     assert events[0][1]["text"] == done.answer and done.mode == "extractive"
@@ -201,8 +204,7 @@ def test_a_stream_broken_midway_goes_on_with_the_extractive_answer(
     live: tuple[Services, str], stub: LlmStub
 ) -> None:
     _, base = live
-    stub.behaviour = Behaviour.break_midway
-    events = _events(base, {"question": QUESTION})
+    events = _stream(base, stub, Behaviour.break_midway)
     kinds = [k for k, _ in events]
     assert kinds[-3:] == ["token", "citations", "done"] and len(kinds) > 5
     done = QueryResponse.model_validate(events[-1][1])

@@ -177,36 +177,37 @@ def test_old_server_collection_without_lexical_vectors_is_refused(tmp_path: Path
         QdrantServerStore(path=tmp_path / "q", dim=DIM)
 
 
-def test_retriever_returns_the_best_chunk_of_each_page(tmp_path: Path) -> None:
+# the first three chunks moved to page 1, so it holds three and pages 4-6 one each
+SAME_PAGE = [
+    c.model_copy(update={"regions": [Region(page=1, bbox=c.regions[0].bbox)]}) for c in CHUNKS[:3]
+]
+PAGE_QUESTION = "capital expenditures revenue dividend inventories"
+
+
+def _three_on_page_one(tmp_path: Path) -> tuple[HashEmbedder, EdgeStore]:
     embedder = HashEmbedder(dim=DIM)
-    same_page = [
-        c.model_copy(update={"regions": [Region(page=1, bbox=c.regions[0].bbox)]})
-        for c in CHUNKS[:3]
-    ]
-    chunks = [*same_page, *CHUNKS[3:]]
     store = EdgeStore(tmp_path / "p", DIM)
-    store.upsert(chunks, embedder.embed_documents(TEXTS))
-    question = "capital expenditures revenue dividend inventories"
-    pages = [s.chunk.page for s in Retriever(embedder, store).search(question, 3)]
+    store.upsert([*SAME_PAGE, *CHUNKS[3:]], embedder.embed_documents(TEXTS))
+    return embedder, store
+
+
+def test_retriever_returns_the_best_chunk_of_each_page(tmp_path: Path) -> None:
+    embedder, store = _three_on_page_one(tmp_path)
+    pages = [s.chunk.page for s in Retriever(embedder, store).search(PAGE_QUESTION, 3)]
     assert len(pages) == len(set(pages)) == 3
-    every = Retriever(embedder, store, page_hits=False).search(question, 6)
+    every = Retriever(embedder, store, page_hits=False).search(PAGE_QUESTION, 6)
     assert [s.chunk.page for s in every].count(1) == 3
     store.close()
 
 
 def test_a_search_held_to_one_page_still_returns_top_k_chunks(tmp_path: Path) -> None:
-    embedder = HashEmbedder(dim=DIM)
-    same_page = [
-        c.model_copy(update={"regions": [Region(page=1, bbox=c.regions[0].bbox)]})
-        for c in CHUNKS[:3]
-    ]
-    store = EdgeStore(tmp_path / "p", DIM)
-    store.upsert([*same_page, *CHUNKS[3:]], embedder.embed_documents(TEXTS))
-    question = "capital expenditures revenue dividend inventories"
-    held = Retriever(embedder, store).search(question, 5, SearchFilter(page_from=1, page_to=1))
-    assert sorted(s.chunk.chunk_id for s in held) == sorted(c.chunk_id for c in same_page)
+    embedder, store = _three_on_page_one(tmp_path)
+    on_one = SearchFilter(page_from=1, page_to=1)
+    held = Retriever(embedder, store).search(PAGE_QUESTION, 5, on_one)
+    assert sorted(s.chunk.chunk_id for s in held) == sorted(c.chunk_id for c in SAME_PAGE)
     assert held[0].score == max(s.score for s in held)
-    pages = [s.chunk.page for s in Retriever(embedder, store).search(question, len(CHUNKS))]
+    every = Retriever(embedder, store).search(PAGE_QUESTION, len(CHUNKS))
+    pages = [s.chunk.page for s in every]
     assert len(pages) == len(CHUNKS)
     assert len(set(pages[: len(set(pages))])) == len(set(pages))  # each page once, then the rest
     store.close()
