@@ -1,7 +1,8 @@
 """The ledger: SQLite under the data directory, the source of truth of what is (to be) indexed.
 
 Documents are keyed by content hash; paths map file names to the bytes they held when last
-scanned; pages record which engine read each page. One connection guarded by a lock serves every
+scanned; tombstones (`ingest/tombstones.py`) remember paths whose document the user removed; pages
+record which engine read each page. One connection guarded by a lock serves every
 thread of a process (the watcher, the ingest worker, API threads); WAL lets other processes read
 (`folio docs`) while one writes. Every method is one short transaction.
 """
@@ -34,6 +35,7 @@ from ingest.records import (
     UnknownDocumentError,
     Versions,
 )
+from ingest.tombstones import Tombstones
 from ocr_engine.schema import EngineInfo, PageStatus
 
 __all__ = ["LEDGER_FILE", "Ledger", "LinkKind", "LinkResult"]
@@ -84,6 +86,7 @@ class Ledger:
         self._db.execute("PRAGMA foreign_keys=ON")
         with self._lock:
             migrate(self._db, data_dir)
+        self.tombstones = Tombstones(self.transaction, self._rows)
 
     @property
     def schema_version(self) -> int:
@@ -457,6 +460,7 @@ class Ledger:
             created = self._insert(db, doc_id, name, size, now)
             row = db.execute("SELECT doc_id FROM paths WHERE path = ?", (path,)).fetchone()
             previous = row[0] if row else None
+            db.execute("DELETE FROM tombstones WHERE path = ?", (path,))  # linked: not removed
             db.execute(
                 "INSERT OR REPLACE INTO paths (path, doc_id, size, mtime_ns, seen_at)"
                 " VALUES (?, ?, ?, ?, ?)",

@@ -128,6 +128,24 @@ def m002_import_catalog_records(db: sqlite3.Connection, data_dir: Path) -> None:
             )
 
 
+@migration
+def m003_tombstones(db: sqlite3.Connection, data_dir: Path) -> None:
+    """Paths whose document the user removed while the file stayed (one row per path)."""
+    db.execute(
+        """
+        CREATE TABLE tombstones (
+            path TEXT PRIMARY KEY,
+            doc_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            removed_at REAL NOT NULL
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute("CREATE INDEX tombstones_doc ON tombstones(doc_id)")
+
+
 def applied(db: sqlite3.Connection) -> list[str]:
     """Names of the migrations that have run, oldest first."""
     exists = db.execute(

@@ -14,9 +14,12 @@ __all__ = [
     "DocStatus",
     "DocumentRecord",
     "FailureKind",
+    "NotRemovedError",
     "PageRecord",
     "PathRecord",
+    "RemovedFileGoneError",
     "Timings",
+    "Tombstone",
     "UnknownDocumentError",
     "Versions",
     "is_doc_id",
@@ -32,6 +35,14 @@ def is_doc_id(value: str) -> bool:
 
 class UnknownDocumentError(KeyError):
     """No document with that id is in the ledger."""
+
+
+class NotRemovedError(KeyError):
+    """No removal of that document (or path) is remembered."""
+
+
+class RemovedFileGoneError(FileNotFoundError):
+    """A removed document cannot be restored: its file is no longer where it was."""
 
 
 class DocStatus(StrEnum):
@@ -129,3 +140,15 @@ class PageRecord(BaseModel):
     route: str | None = None
     errors: list[str] = Field(default_factory=list)
     blocks: int = 0
+
+
+class Tombstone(BaseModel):
+    """A file removed by the user while it stayed in its folder: scans leave it out while `path`
+    holds the bytes `doc_id`; restoring it, or other bytes at `path`, ends the removal."""
+
+    path: str
+    doc_id: str = Field(description="sha256 of the bytes removed")
+    source: str = Field(description="file name of the document removed")
+    size: int
+    mtime_ns: int = Field(description="as last scanned; other values make a scan hash it again")
+    removed_at: datetime

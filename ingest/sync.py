@@ -6,7 +6,10 @@ an unchanged folder costs a directory walk. Bytes already known under another na
 processed (a copy; a rename when the old name vanished). A file whose bytes changed becomes a new
 document; the old version keeps its points until the new one is indexed, then it is removed, so
 the file never drops out of search. A deleted file's points go, unless another path holds the
-same bytes. `recover()` at startup makes the index agree with the ledger after a crash.
+same bytes. A document the user removed while its file stayed is remembered by path and bytes
+(a tombstone): scans leave the file out, even moved, until other bytes are at its path or it is
+restored; naming the file itself (`add_files`, `folio ingest FILE`) restores it.
+`recover()` at startup makes the index agree with the ledger after a crash.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ingest.ledger import Ledger, LinkKind
 from ingest.page_cache import SqlitePageCache
 from ingest.passwords import fingerprint
 from ingest.pipeline import FileResult, FileStatus, Ingestor
-from ingest.records import INDEXED, DocStatus, DocumentRecord
+from ingest.records import INDEXED, DocStatus, DocumentRecord, NotRemovedError, RemovedFileGoneError
 from ingest.staging import clear_staging
 from retrieval.store import VectorStore
 
@@ -90,6 +93,7 @@ class ScanReport(BaseModel):
     deleted: list[str] = Field(default_factory=list)
     unsettled: list[str] = Field(default_factory=list, description="still being written")
     unreadable: list[str] = Field(default_factory=list)
+    tombstoned: list[str] = Field(default_factory=list, description="left out: removed by the user")
     removed: list[str] = Field(default_factory=list, description="doc_ids whose points went")
     requeued: list[str] = Field(default_factory=list, description="doc_ids with a new password")
     seconds: float = 0.0
@@ -175,6 +179,7 @@ class Sync:
         _walk(top, found)
         report = ScanReport(root=top, files=len(found))
         known = self.ledger.path_stats(top)
+        stones = self.ledger.tombstones.stats(top)
         stale = time.time() - _SEEN_EVERY_S
         seen = []
         hashed: list[tuple[str, str, int, int]] = []
@@ -185,10 +190,14 @@ class Sync:
                 unchanged += 1
                 if record[3] < stale:
                     seen.append(path)
+            elif (stone := stones.get(path)) is not None and stone[1:] == (size, mtime_ns):
+                report.tombstoned.append(path)
             elif (doc_id := self._hash(path, size, mtime_ns, settle, report)) is not None:
                 hashed.append((path, doc_id, size, mtime_ns))
         report.unchanged = unchanged
         with self._lock:  # hashing is done: the lock is held for ledger writes only
+            hashed, held = self.ledger.tombstones.hold_back(hashed, stones, found, known)
+            report.tombstoned.extend(held)
             for path, doc_id, size, mtime_ns in hashed:
                 self._record_link(path, doc_id, size, mtime_ns, report)
             self._unlink([path for path in known if path not in found], report)
@@ -309,17 +318,29 @@ class Sync:
         return removed
 
     def remove(self, doc_id: str) -> DocumentRecord:
-        """Remove a document (its points, files and record) whatever holds it; its paths are
-        forgotten, so a file still in a watched folder is back at the next change to it."""
+        """Remove a document (its points, files and record) whatever holds it; its paths become
+        tombstones, so scans leave its files out until they change or it is restored."""
         with self._lock:
             record = self.ledger.get(doc_id)
+            self.ledger.tombstones.bury(doc_id)
             if record.status is DocStatus.processing:
                 self.ledger.set_uploaded(doc_id, False)
-                for path in record.paths:
-                    self.ledger.unlink(path)
                 return record  # the pipeline removes it when it finishes (no path holds it)
             self._remove(doc_id)
             return record
+
+    def restore(self, doc_id: str) -> list[DocumentRecord]:
+        """End the removal of `doc_id`: its files are linked (and queued) again from where they
+        were; returns what those paths hold now (other bytes, if a file changed meanwhile)."""
+        paths = [stone.path for stone in self.ledger.tombstones.of(doc_id)]
+        if not paths:
+            raise NotRemovedError(doc_id)
+        self.ledger.tombstones.drop(paths)
+        self.add_files([Path(path) for path in paths])
+        held = {r.doc_id for path in paths if (r := self.ledger.path_record(path)) is not None}
+        if not held:
+            raise RemovedFileGoneError(f"no file is left at {', '.join(paths)}")
+        return [self.ledger.get(held_id) for held_id in sorted(held)]
 
     def _remove(self, doc_id: str) -> None:
         record = self.ledger.find(doc_id)

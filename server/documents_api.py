@@ -1,4 +1,5 @@
-"""Uploads, deletions and live ingestion progress (server-sent events) for `/documents`."""
+"""Uploads, removals (remembered, listed, undone) and live ingestion progress (server-sent
+events) for `/documents`."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from ingest.events import EventHub, EventKind, IngestEvent
-from ingest.records import DocStatus, DocumentRecord
+from ingest.records import (
+    DocStatus,
+    DocumentRecord,
+    NotRemovedError,
+    RemovedFileGoneError,
+    Tombstone,
+)
 from server.deps import ApiError, DocId, Svc, record_or_404
 
 __all__ = ["PDF_MAGIC", "UploadAccepted", "router"]
@@ -63,9 +70,7 @@ async def upload(file: UploadFile, request: Request, svc: Svc) -> UploadAccepted
         raise ApiError(415, "not_a_pdf", f"{name}: not a PDF (no %PDF- header)")
     known = {r.doc_id for r in svc.ledger.documents()}
     record = await asyncio.to_thread(svc.sync.add_upload, data, name)
-    worker = getattr(request.app.state, "worker", None)
-    if worker is not None:
-        worker.wake()
+    _wake(request)
     return UploadAccepted(
         doc_id=record.doc_id,
         source=record.source,
@@ -78,9 +83,37 @@ async def upload(file: UploadFile, request: Request, svc: Svc) -> UploadAccepted
 
 @router.delete("/documents/{doc_id}")
 def delete(doc_id: DocId, svc: Svc) -> DocumentRecord:
-    """Remove a document's points, files and record; a processing one goes when it finishes."""
+    """Remove a document's points, files and record; a processing one goes when it finishes.
+    Files that hold it stay out of the index (see `/documents/removed`) until restored or
+    changed."""
     record_or_404(svc, doc_id)
     return svc.sync.remove(doc_id)
+
+
+@router.get("/documents/removed")
+def removed(svc: Svc) -> list[Tombstone]:
+    """Files whose document was removed while they stayed in their folder, latest first."""
+    return svc.ledger.tombstones.all()
+
+
+@router.post("/documents/{doc_id}/restore")
+async def restore(doc_id: DocId, request: Request, svc: Svc) -> list[DocumentRecord]:
+    """Undo a removal: the files that held the document are ingested again from where they are;
+    answers what they hold now (queued)."""
+    try:
+        records = await asyncio.to_thread(svc.sync.restore, doc_id)
+    except NotRemovedError:
+        raise ApiError(404, "not_removed", f"no removal of {doc_id!r} is remembered") from None
+    except RemovedFileGoneError as exc:
+        raise ApiError(409, "file_gone", f"cannot restore {doc_id!r}: {exc}") from None
+    _wake(request)
+    return records
+
+
+def _wake(request: Request) -> None:
+    worker = getattr(request.app.state, "worker", None)
+    if worker is not None:
+        worker.wake()
 
 
 def _sse(event: IngestEvent) -> str:
