@@ -14,7 +14,14 @@ from ingest.guards import PdfLimits
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import BlockType, Page, PageStatus
 
-__all__ = ["FileResult", "FileStatus", "IngestOptions", "image_only_pages", "windows"]
+__all__ = [
+    "FileResult",
+    "FileStatus",
+    "IngestOptions",
+    "IngestSummary",
+    "image_only_pages",
+    "windows",
+]
 
 _OCR_WINDOW = 8  # pages per extraction request when slow CPU OCR may read them (finer progress)
 
@@ -38,6 +45,23 @@ class FileResult(BaseModel):
     error: str | None = None
     seconds: float = 0.0
     retry: bool = Field(default=False, description="a failure that will be tried again")
+
+
+class IngestSummary(BaseModel):
+    """One `folio ingest` run: a result per file, and each file counted once by what happened to
+    it (failed first; then new, changed or moved as its scan found it; else unchanged), with the
+    paths whose file was gone counted as removed."""
+
+    results: list[FileResult]
+    new: int = 0
+    changed: int = 0
+    moved: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    partial: int = Field(default=0, description="of the new and changed: read in part")
+    removed: int = Field(default=0, description="paths whose file was deleted")
+    pages: int = Field(default=0, description="pages of the files processed in this run")
+    seconds: float = 0.0
 
 
 class IngestOptions(BaseModel):

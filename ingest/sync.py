@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from ingest.events import EventHub, EventKind, IngestEvent
 from ingest.files import DocumentFiles, file_sha256
 from ingest.ledger import Ledger, LinkKind
+from ingest.options import IngestSummary
 from ingest.page_cache import SqlitePageCache
 from ingest.passwords import fingerprint
 from ingest.pipeline import FileResult, FileStatus, Ingestor
@@ -34,7 +35,7 @@ from ingest.records import INDEXED, DocStatus, DocumentRecord, NotRemovedError, 
 from ingest.staging import clear_staging
 from retrieval.store import VectorStore
 
-__all__ = ["RecoveryReport", "ScanReport", "Sync", "find_pdfs", "is_pdf_name"]
+__all__ = ["RecoveryReport", "ScanReport", "Sync", "find_pdfs", "is_pdf_name", "summarize"]
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,7 @@ class Sync:
         self.events = events or ingestor.events
         self.cache = cache
         self._lock = threading.RLock()
+        self._processing = threading.Lock()  # one pass over the due documents at a time
 
     # startup ----------------------------------------------------------------------------------
 
@@ -386,6 +388,12 @@ class Sync:
         on_result: Callable[[FileResult], None] | None = None,
     ) -> list[FileResult]:
         """Process every document due now (queued, or failed with its retry time come)."""
+        with self._processing:
+            return self._process_due(stop, on_result)
+
+    def _process_due(
+        self, stop: threading.Event | None, on_result: Callable[[FileResult], None] | None
+    ) -> list[FileResult]:
         results: list[FileResult] = []
         attempted: set[str] = set()
         while not (stop is not None and stop.is_set()):
@@ -435,14 +443,17 @@ class Sync:
         force: bool = False,
         on_result: Callable[[FileResult], None] | None = None,
         stop: threading.Event | None = None,
+        scans: list[ScanReport] | None = None,
     ) -> list[FileResult]:
         """Sync folders and files, then process what is due; one result per file given or found
         (unchanged files included) plus any document processed for another reason (a retry, a
-        document a killed run left)."""
+        document a killed run left). The reports of the scans are appended to `scans`."""
         seen: list[str] = []
         unreadable: list[str] = []
         for path in paths:
             report = self.scan(path) if path.is_dir() else self.add_files([path])
+            if scans is not None:
+                scans.append(report)
             unreadable.extend(report.unreadable)
             if path.is_dir():
                 seen.extend(self.ledger.paths_under(report.root))
@@ -476,6 +487,22 @@ class Sync:
         )
         return results
 
+    def ingest_summary(
+        self,
+        paths: Sequence[Path],
+        *,
+        force: bool = False,
+        stop: threading.Event | None = None,
+    ) -> IngestSummary:
+        """`ingest_paths` with each file counted by what happened to it (what `folio ingest`
+        prints, through the API or not)."""
+        started = time.perf_counter()
+        scans: list[ScanReport] = []
+        results = self.ingest_paths(paths, force=force, stop=stop, scans=scans)
+        summary = summarize(results, scans)
+        summary.seconds = time.perf_counter() - started
+        return summary
+
     def _standing(self, path: str, doc_id: str) -> FileResult:
         """A file that needed no work: unchanged, or failed earlier and not due for a retry."""
         record = self.ledger.find(doc_id)
@@ -491,14 +518,44 @@ class Sync:
                 error="; ".join(record.errors) or "failed",
                 retry=record.retryable,
             )
+        partial = record.status is DocStatus.partial
         return FileResult(
             path=path,
             source=name,
-            status=FileStatus.unchanged,
+            status=FileStatus.partial if partial else FileStatus.unchanged,
             doc_id=doc_id,
             pages=record.pages,
             chunks=record.chunks,
+            error="; ".join(record.errors) or None if partial else None,
         )
 
     def _emit(self, kind: EventKind, doc_id: str, source: str, path: str | None) -> None:
         self.events.emit(IngestEvent(kind=kind, doc_id=doc_id, source=source, path=path))
+
+
+def summarize(results: Sequence[FileResult], scans: Sequence[ScanReport]) -> IngestSummary:
+    """Each file of `results` counted once: failed, new, changed, moved or unchanged."""
+    new = {p for scan in scans for p in (*scan.new, *scan.copied)}
+    changed = {p for scan in scans for p in scan.changed}
+    moved = {p for scan in scans for p in scan.moved}
+    summary = IngestSummary(results=list(results), removed=sum(len(scan.deleted) for scan in scans))
+    for result in results:
+        if result.status is FileStatus.failed:
+            summary.failed += 1
+            continue
+        fresh = result.path in new or result.path in changed
+        if result.path in new:
+            summary.new += 1
+        elif result.path in changed:
+            summary.changed += 1
+        elif result.path in moved:
+            summary.moved += 1
+        elif result.status is FileStatus.unchanged or result.status is FileStatus.partial:
+            summary.unchanged += 1
+        else:  # processed for another reason: a retry or a document a killed run left
+            summary.changed += 1
+            fresh = True
+        if fresh:
+            summary.pages += result.pages
+            summary.partial += result.status is FileStatus.partial
+    return summary

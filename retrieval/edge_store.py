@@ -17,7 +17,7 @@ import qdrant_edge as qe
 
 from retrieval.schema import Chunk, ScoredChunk, SearchFilter, point_id
 from retrieval.sparse import SparseVec
-from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError
+from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError, WriteHealth
 from retrieval.store_common import (
     LEXICAL_NAME,
     PAYLOAD_INDEXES,
@@ -94,6 +94,7 @@ class EdgeStore:
         self._dim = dim
         self.hybrid = hybrid or HybridParams()
         self.rebuilt = False
+        self._writes = WriteHealth()
         self._lock = threading.Lock()
         self._shard: qe.EdgeShard | None = self._open()
 
@@ -101,10 +102,14 @@ class EdgeStore:
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def write_error(self) -> str | None:
+        return self._writes.error
+
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""
         points = self._points(chunks, vectors)
-        with self._lock:
+        with self._lock, self._writes.watch():
             self._write(points)
 
     def replace_document(self, doc_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
@@ -112,7 +117,7 @@ class EdgeStore:
         if any(chunk.doc_id != doc_id for chunk in chunks):
             raise ValueError(f"every chunk must belong to {doc_id}")
         points = self._points(chunks, vectors)
-        with self._lock:
+        with self._lock, self._writes.watch():
             shard = self._require()
             delete = qe.UpdateOperation.delete_points_by_filter(_doc_filter(doc_id))
             self._do(partial(shard.update, delete))
@@ -120,7 +125,7 @@ class EdgeStore:
 
     def delete_document(self, doc_id: str) -> int:
         """Delete every chunk of `doc_id`; returns how many there were."""
-        with self._lock:
+        with self._lock, self._writes.watch():
             shard = self._require()
             flt = _doc_filter(doc_id)
             n = self._do(lambda: shard.count(qe.CountRequest(exact=True, filter=flt)))

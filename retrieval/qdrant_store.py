@@ -23,7 +23,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from retrieval.schema import Chunk, ScoredChunk, SearchFilter, point_id
 from retrieval.sparse import SparseVec
-from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError
+from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError, WriteHealth
 from retrieval.store_common import (
     DOC_ID_FIELD,
     LEXICAL_NAME,
@@ -118,6 +118,7 @@ class QdrantServerStore:
         self.where = url or (str(path) if path is not None else ":memory:")
         self._local = url is None
         self._lock = threading.Lock()
+        self._writes = WriteHealth()
         client = self._connect(url, api_key, location, path, timeout_s)
         self._client: QdrantClient | None = client
         try:
@@ -131,10 +132,14 @@ class QdrantServerStore:
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def write_error(self) -> str | None:
+        return self._writes.error
+
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""
         points = self._points(chunks, vectors)
-        with self._lock:
+        with self._lock, self._writes.watch():
             self._upsert(points)
 
     def replace_document(self, doc_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
@@ -150,7 +155,7 @@ class QdrantServerStore:
         stale = qm.FilterSelector(
             filter=qdrant_filter(stale_filter(doc_id, [c.point_id for c in chunks]))
         )
-        with self._lock:
+        with self._lock, self._writes.watch():
             self._upsert(points)
             client = self._require()
             self._do(partial(client.delete, self.collection, points_selector=stale, wait=True))
@@ -158,7 +163,7 @@ class QdrantServerStore:
     def delete_document(self, doc_id: str) -> int:
         """Delete every chunk of `doc_id`; returns how many there were."""
         flt = qdrant_filter(doc_filter(doc_id))
-        with self._lock:
+        with self._lock, self._writes.watch():
             client = self._require()
             n = self._do(lambda: client.count(self.collection, count_filter=flt, exact=True).count)
             if n:

@@ -7,7 +7,8 @@ StoreError
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -19,6 +20,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "VectorStore",
+    "WriteHealth",
 ]
 
 
@@ -34,6 +36,22 @@ class StoreConfigError(StoreError):
     """The stored index is incompatible with the requested configuration."""
 
 
+class WriteHealth:
+    """How a store's latest write went: `error` names why it failed, until a write succeeds."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+    @contextmanager
+    def watch(self) -> Iterator[None]:
+        try:
+            yield
+        except StoreError as exc:
+            self.error = str(exc)
+            raise
+        self.error = None
+
+
 @runtime_checkable
 class VectorStore(Protocol):
     """Chunks with a dense and a sparse lexical vector each, searchable with document and page
@@ -41,6 +59,11 @@ class VectorStore(Protocol):
 
     @property
     def dim(self) -> int: ...
+
+    @property
+    def write_error(self) -> str | None:
+        """Why the latest write failed, or None when it succeeded (what /health reports)."""
+        ...
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""

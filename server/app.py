@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from ingest.records import DocStatus, DocumentRecord, PageRecord
 from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
+from retrieval.store import StoreError
 from server.answers_api import router as answers_router
 from server.crops import router as crops_router
 from server.deps import (
@@ -28,6 +29,7 @@ from server.deps import (
     rendering_errors,
 )
 from server.documents_api import router as documents_router
+from server.ingest_api import router as ingest_router
 from server.pages import PageRenderer, parse_highlight
 from server.services import Services
 from server.web import router as web_router
@@ -41,9 +43,10 @@ class DocumentDetail(DocumentRecord):
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, or error when the index cannot be written")
     documents: int
     points: int
+    reason: str | None = Field(default=None, description="why the status is error")
 
 
 def create_app(services: Services, *, watch: bool = True) -> FastAPI:
@@ -79,6 +82,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
     app.state.services = services
     app.include_router(documents_router)
+    app.include_router(ingest_router)
     app.include_router(answers_router, dependencies=[QUERY_LIMITS])
     app.state.renderer = renderer
     app.include_router(crops_router)
@@ -86,9 +90,20 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     metrics = install_api(app, services)
 
-    @app.get("/health")
-    def health(svc: Svc) -> Health:
-        return Health(status="ok", documents=svc.ledger.count(), points=svc.store.count())
+    @app.get("/health", responses={503: {"model": Health}})
+    def health(svc: Svc, response: Response) -> Health:
+        """ok, or 503 with the reason when the index failed its latest write or cannot be read."""
+        documents = svc.ledger.count()
+        try:
+            points = svc.store.count()
+        except StoreError as exc:
+            response.status_code = 503
+            return Health(status="error", documents=documents, points=0, reason=str(exc))
+        if (failed := svc.store.write_error) is not None:
+            response.status_code = 503
+            reason = f"the index failed its latest write: {failed}"
+            return Health(status="error", documents=documents, points=points, reason=reason)
+        return Health(status="ok", documents=documents, points=points)
 
     @app.get("/documents")
     def documents(svc: Svc, status: DocStatus | None = None) -> list[DocumentRecord]:

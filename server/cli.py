@@ -6,10 +6,13 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
+
+T = TypeVar("T")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -49,22 +52,74 @@ def _settings(**overrides: Any) -> Any:
         raise typer.Exit(2) from None
 
 
-def _open_services(settings: Any) -> Any:
-    """The services, or a clean exit when the index cannot be opened (`folio serve` holds it)."""
+def _busy(exc: Exception) -> NoReturn:
+    typer.echo(
+        f"error: {exc}\nOnly one folio process can hold a data directory: stop it, or use the "
+        "running server's HTTP API or watched folder instead.",
+        err=True,
+    )
+    raise typer.Exit(2)
+
+
+def _build(settings: Any, command: str) -> Any:
+    """The services; DataDirBusyError when another process holds the data directory, a clean
+    exit when the index cannot be opened."""
     from retrieval.store import StoreError
     from server.services import build_services
 
     try:
-        return build_services(settings)
+        return build_services(settings, command=command)
     except StoreError as exc:
-        hint = ""
-        if settings.qdrant_url is None:
-            hint = (
-                f"\nOnly one folio process can open an embedded index: stop `folio serve` on "
-                f"{settings.data_dir}, or use its HTTP API / watched folder instead."
-            )
-        typer.echo(f"error: {exc}{hint}", err=True)
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _open_services(settings: Any, command: str) -> Any:
+    """The services, or a clean exit naming the process that holds the data directory."""
+    from server.datadir import DataDirBusyError
+
+    try:
+        return _build(settings, command)
+    except DataDirBusyError as exc:
+        _busy(exc)
+
+
+def _open_or_remote(settings: Any, command: str) -> Any:
+    """The services over the data directory, or, while a `folio serve` holds it, a client of
+    that server's API (which the lock file names); no file of the index is opened before the
+    lock is held."""
+    from server.datadir import DataDirBusyError, lock_holder
+    from server.remote import RemoteFolio
+
+    holder = lock_holder(settings.data_dir)
+    if holder is None or holder.url is None:
+        try:
+            return _build(settings, command)
+        except DataDirBusyError as exc:
+            holder = exc.holder
+            if holder is None or holder.url is None:
+                _busy(exc)
+    url = holder.url
+    assert url is not None
+    key = settings.api_key.get_secret_value() if settings.api_key is not None else None
+    typer.echo(f"{settings.data_dir} is served by pid {holder.pid}: using {url}", err=True)
+    return RemoteFolio(url, api_key=key)
+
+
+def _remote_call(call: Callable[[], T]) -> T:
+    """A call to the running server; its failure ends the command with the reason."""
+    from server.remote import RemoteError
+
+    try:
+        return call()
+    except RemoteError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+def shown(name: str) -> str:
+    """A file name fit for one terminal line: control characters (a newline) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -122,7 +177,7 @@ class _Progress:
             if event.kind is EventKind.started:
                 self.bar.total += event.pages_total
                 self._done[event.doc_id] = 0
-                self.bar.set_postfix_str(event.source[:40], refresh=False)
+                self.bar.set_postfix_str(shown(event.source)[:40], refresh=False)
                 self.bar.refresh()
             elif event.kind is EventKind.progress and event.stage == "embed":
                 self._advance(event.doc_id, event.pages_done)
@@ -139,37 +194,40 @@ class _Progress:
         self.bar.close()
 
 
-def _process(services: Any, work: Any) -> list[Any]:
-    """Run `work()` (which ingests) with a progress bar on stderr."""
+def _process(events: Any, work: Callable[[], T]) -> T:
+    """Run `work()` (which ingests) with a progress bar on stderr fed by `events`."""
     progress = _Progress()
-    unsubscribe = services.events.subscribe(progress)
+    unsubscribe = events.subscribe(progress)
     try:
-        return list(work())
+        return work()
     finally:
         unsubscribe()
         progress.close()
 
 
-def _report(results: list[Any], seconds: float) -> int:
-    """Print the summary and one line per partial or failed file; the number of failures."""
+def _report(summary: Any) -> int:
+    """Print what happened to the files and one line per partial or failed file; the number of
+    failures."""
     from ingest.pipeline import FileStatus
 
-    failed = [r for r in results if r.status is FileStatus.failed]
-    unchanged = sum(r.status is FileStatus.unchanged for r in results)
-    pages = sum(r.pages for r in results if r.status is not FileStatus.unchanged)
-    rate = f", {pages / seconds:.2f} pages/s" if pages and seconds > 0 else ""
+    seconds = summary.seconds
+    rate = f", {summary.pages / seconds:.2f} pages/s" if summary.pages and seconds > 0 else ""
+    moved = f", {summary.moved} moved" if summary.moved else ""
     typer.echo(
-        f"{len(results) - len(failed)} of {len(results)} files ingested ({unchanged} unchanged), "
-        f"{pages} pages in {seconds:.1f}s{rate}",
+        f"{len(summary.results)} files: {summary.new} new, {summary.changed} changed{moved}, "
+        f"{summary.unchanged} unchanged, {summary.failed} failed; {summary.removed} removed; "
+        f"{summary.pages} pages in {seconds:.1f}s{rate}",
         err=True,
     )
-    for result in results:
+    for result in summary.results:
         if result.status is FileStatus.partial:
-            typer.echo(f"PARTIAL {result.path}: {result.error}", err=True)
-    for result in failed:
-        again = " (will be retried)" if result.retry else ""
-        typer.echo(f"FAILED {result.path or result.source}: {result.error}{again}", err=True)
-    return len(failed)
+            typer.echo(f"PARTIAL {shown(result.path)}: {result.error}", err=True)
+    for result in summary.results:
+        if result.status is FileStatus.failed:
+            again = " (will be retried)" if result.retry else ""
+            name = shown(result.path or result.source)
+            typer.echo(f"FAILED {name}: {result.error}{again}", err=True)
+    return summary.failed
 
 
 @app.command()
@@ -190,17 +248,28 @@ def ingest(
     present = [p for p in paths if p.exists()]
     if not present:
         raise typer.Exit(1)
-    services = _open_services(_settings(data_dir=data_dir, ocr=ocr, ocr_url=ocr_url))
-    started = time.perf_counter()
-    try:
-        services.sync.recover()
-        results = _process(services, lambda: services.sync.ingest_paths(present, force=force))
-    finally:
-        services.close()
-    if not results and not missing:
+    from server.remote import RemoteFolio
+
+    target = _open_or_remote(_settings(data_dir=data_dir, ocr=ocr, ocr_url=ocr_url), "ingest")
+    if isinstance(target, RemoteFolio):
+        progress = _Progress()
+        try:
+            summary = _remote_call(lambda: target.ingest(present, force=force, on_event=progress))
+        finally:
+            progress.close()
+            target.close()
+    else:
+        try:
+            target.sync.recover()
+            summary = _process(
+                target.events, lambda: target.sync.ingest_summary(present, force=force)
+            )
+        finally:
+            target.close()
+    if not summary.results and not missing:
         typer.echo("no PDF files found", err=True)
         raise typer.Exit(1)
-    if _report(results, time.perf_counter() - started) or missing:
+    if _report(summary) or missing:
         raise typer.Exit(1)
 
 
@@ -214,18 +283,22 @@ def retry(
 ) -> None:
     """Process failed documents again now, without waiting for their backoff."""
     _setup_logging(verbose)
-    services = _open_services(_settings(data_dir=data_dir))
+    from ingest.sync import summarize
+
+    services = _open_services(_settings(data_dir=data_dir), "retry")
     started = time.perf_counter()
     try:
         services.sync.recover()
         queued = services.sync.retry(include_permanent=all_failed)
-        results = _process(services, services.sync.process_pending) if queued else []
+        results = _process(services.events, services.sync.process_pending) if queued else []
     finally:
         services.close()
     if not results:
         typer.echo("nothing to retry", err=True)
         return
-    if _report(results, time.perf_counter() - started):
+    summary = summarize(results, [])
+    summary.seconds = time.perf_counter() - started
+    if _report(summary):
         raise typer.Exit(1)
 
 
@@ -237,15 +310,23 @@ def docs(
 ) -> None:
     """List the documents of the ledger with their status; `chunks` is counted in the index."""
     from ingest.records import DocStatus
+    from server.remote import RemoteFolio
 
     _setup_logging(False)
-    services = _open_services(_settings(data_dir=data_dir))
+    status = DocStatus.failed if failed else None
+    target = _open_or_remote(_settings(data_dir=data_dir), "docs")
     try:
-        records = services.ledger.documents(DocStatus.failed if failed else None)
-        points = services.store.doc_ids()
+        if isinstance(
+            target, RemoteFolio
+        ):  # the server's ledger, which it keeps equal to its index
+            records = _remote_call(lambda: target.documents(status))
+            points = {r.doc_id: r.chunks for r in records}
+        else:
+            records = target.ledger.documents(status)
+            points = target.store.doc_ids()
     finally:
-        services.close()
-    rows = [
+        target.close()
+    rows: list[dict[str, Any]] = [
         {
             "doc_id": r.doc_id,
             "source": r.source,
@@ -279,16 +360,32 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="print what POST /query returns")] = False,
 ) -> None:
     """Answer QUESTION from the index, with citations."""
+    from pydantic import ValidationError
+
     from retrieval.schema import QueryRequest
+    from server.remote import RemoteFolio
 
     _setup_logging(False)
-    services = _open_services(_settings(data_dir=data_dir))
     try:
-        response = services.retriever.query(QueryRequest(question=question, top_k=top_k))
+        request = QueryRequest(question=question, top_k=top_k)
+    except ValidationError as exc:
+        typer.echo(f"error: {exc.errors()[0]['msg']}", err=True)
+        raise typer.Exit(2) from None
+    target = _open_or_remote(_settings(data_dir=data_dir), "query")
+    try:
+        if isinstance(target, RemoteFolio):
+            response = _remote_call(lambda: target.query(request))
+        else:
+            response = target.retriever.query(request)
     finally:
-        services.close()
+        target.close()
     if as_json:
         typer.echo(response.model_dump_json())
+        return
+    if response.answer is None:
+        typer.echo("The documents do not answer this question. Nearest passages:")
+        for hit in response.hits[:top_k]:
+            typer.echo(f"  {hit.source} p.{hit.page}: {hit.text[:160]!r}")
         return
     typer.echo(response.answer)
     for c in response.citations:
@@ -314,12 +411,19 @@ def serve(
     settings = _settings(
         data_dir=data_dir, watch_dir=watch, host=host, port=port, ocr=ocr, ocr_url=ocr_url
     )
-    services = _open_services(settings)
+    services = _open_services(settings, "serve")
+    services.lock.announce(_url(settings.host, settings.port))
     services.embedder.embed_query("warm up")
     try:
         uvicorn.run(create_app(services), host=settings.host, port=settings.port)
     finally:
         services.close()
+
+
+def _url(host: str, port: int) -> str:
+    """Where a client on this machine reaches a server bound to `host`."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 @app.command(hidden=True)

@@ -17,6 +17,7 @@ from retrieval.edge_store import EdgeStore
 from retrieval.embedder import Embedder, SentenceTransformerEmbedder
 from retrieval.search import Retriever
 from retrieval.store import VectorStore
+from server.datadir import DataDirLock
 from server.settings import Settings
 
 VLLM_WAVES_PER_WINDOW = 8
@@ -33,11 +34,15 @@ class Services:
     ingestor: Ingestor
     sync: Sync
     retriever: Retriever
+    lock: DataDirLock
 
     def close(self) -> None:
-        self.ingestor.close()
-        self.store.close()
-        self.ledger.close()
+        try:
+            self.ingestor.close()
+            self.store.close()
+            self.ledger.close()
+        finally:
+            self.lock.release()
 
 
 def open_store(settings: Settings, dim: int) -> VectorStore:
@@ -75,9 +80,26 @@ def build_services(
     *,
     embedder: Embedder | None = None,
     options: IngestOptions | None = None,
+    command: str = "serve",
 ) -> Services:
-    """Everything a running folio needs; `embedder` and `options` replace the configured ones."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    """Everything a running folio needs; `embedder` and `options` replace the configured ones.
+
+    The data directory's lock is taken first, before any file of the index or the ledger is
+    opened; DataDirBusyError names the process that holds it."""
+    lock = DataDirLock(settings.data_dir, command).acquire()
+    try:
+        return _build(settings, lock, embedder, options)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _build(
+    settings: Settings,
+    lock: DataDirLock,
+    embedder: Embedder | None,
+    options: IngestOptions | None,
+) -> Services:
     embedder = embedder or SentenceTransformerEmbedder(batch_size=settings.embed_batch_size)
     store = open_store(settings, embedder.dim)
     ledger = Ledger(settings.data_dir)
@@ -114,4 +136,5 @@ def build_services(
             names=NamedDocuments(ledger.sources),
             dense_sentences=settings.answer_dense_sentences,
         ),
+        lock=lock,
     )

@@ -1,0 +1,49 @@
+"""`POST /ingest`: sync paths of the server's own disk, as `folio ingest` does; what the CLI uses
+while `folio serve` holds the data directory. Loopback clients only, since the paths are the
+server's."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from ingest.options import IngestSummary
+from server.deps import ApiError, Svc
+
+__all__ = ["IngestRequest", "router"]
+
+router = APIRouter(tags=["documents"])
+
+
+class IngestRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    paths: list[str] = Field(min_length=1, max_length=10_000, description="absolute paths")
+    force: bool = Field(default=False, description="process again files already indexed")
+
+
+def _loopback(request: Request) -> bool:
+    host = request.client.host if request.client is not None else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "testclient"  # starlette's TestClient
+
+
+@router.post(
+    "/ingest",
+    responses={403: {"description": "not a loopback client"}, 404: {"description": "no such path"}},
+)
+def ingest(body: IngestRequest, request: Request, svc: Svc) -> IngestSummary:
+    """Bring the index in line with these files and folders and answer when they are done."""
+    if not _loopback(request):
+        raise ApiError(403, "not_loopback", "paths can only be ingested from the server's host")
+    paths = [Path(p) for p in body.paths]
+    if relative := [str(p) for p in paths if not p.is_absolute()]:
+        raise ApiError(422, "relative_path", f"paths must be absolute: {', '.join(relative[:5])}")
+    if missing := [str(p) for p in paths if not p.exists()]:
+        raise ApiError(404, "no_such_path", f"no such file or directory: {', '.join(missing[:5])}")
+    return svc.sync.ingest_summary(paths, force=body.force)
