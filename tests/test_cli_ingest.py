@@ -1,0 +1,51 @@
+"""`folio ingest` says what happened to each file: new, changed, unchanged, failed and removed
+are counted apart, and a file name with a newline stays on one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.pdfgen import FACTS, fact_pdf, random_bytes
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "FOLIO_OCR": "never"}
+
+
+def _ingest(folder: Path, data: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server", "ingest", str(folder), "--data-dir", str(data)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _summary(run: subprocess.CompletedProcess[str]) -> str:
+    [line] = [ln for ln in run.stderr.splitlines() if " files: " in ln]
+    return line.split(";")[0] + ";" + line.split(";")[1]
+
+
+def test_counts_say_what_happened_to_each_file(tmp_path: Path) -> None:
+    folder, data = tmp_path / "pdfs", tmp_path / "data"
+    folder.mkdir()
+    for name, (title, sections) in FACTS.items():
+        (folder / name).write_bytes(fact_pdf(title, sections))
+    (folder / "bad\nname.pdf").write_bytes(random_bytes())
+
+    first = _ingest(folder, data)
+    assert first.returncode == 1  # one file failed
+    assert _summary(first) == "3 files: 2 new, 0 changed, 0 unchanged, 1 failed; 0 removed"
+    [failed] = [ln for ln in first.stderr.splitlines() if ln.startswith("FAILED")]
+    assert "bad\\nname.pdf" in failed  # escaped, on its own line
+
+    (folder / "bad\nname.pdf").unlink()
+    title, sections = FACTS["bakery.pdf"]
+    (folder / "bakery.pdf").write_bytes(fact_pdf(title, [*sections, ("Flour", "Rye only.")]))
+    (folder / "new.pdf").write_bytes(fact_pdf("Harbour Logbook", [("Tides", "High at 04:12.")]))
+    second = _ingest(folder, data)
+    assert second.returncode == 0, second.stderr
+    assert _summary(second) == "3 files: 1 new, 1 changed, 1 unchanged, 0 failed; 1 removed"
