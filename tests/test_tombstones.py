@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +20,7 @@ from server.settings import Settings
 from tests.fakes import HashEmbedder
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_e2e import LiveServer
+from tests.test_web_page import browser, open_page, shots  # noqa: F401  (the page tests' fixtures)
 
 NEVER = ExtractOptions(ocr=OcrMode.never)
 KELUD = "When did the Kelud volcano erupt?"
@@ -190,3 +192,36 @@ def test_restoring_needs_a_remembered_removal_and_its_file(svc: Services, inbox:
     with pytest.raises(RemovedFileGoneError, match="no file is left"):
         svc.sync.restore(result.doc_id)
     assert svc.ledger.tombstones.all() == []
+
+
+def test_the_web_page_lists_a_removed_file_and_restores_it(
+    tmp_path: Path,
+    inbox: Path,
+    open_page: Any,  # noqa: F811
+    shots: Path,  # noqa: F811
+) -> None:
+    from playwright.sync_api import expect
+
+    services = open_services(tmp_path / "data", inbox)
+    try:
+        with LiveServer(services) as live:
+            page, errors = open_page(live.base_url)
+            page.on("dialog", lambda dialog: dialog.accept())  # "Remove volcano.pdf …?"
+            row = page.locator("#documents li.doc", has_text="volcano.pdf")
+            expect(row).to_have_attribute("data-status", "ok", timeout=90_000)
+            expect(page.locator("#removed-box")).to_be_hidden()
+            row.get_by_role("button", name="Remove volcano.pdf").click()
+            expect(row).to_have_count(0)
+            box = page.locator("#removed-box")
+            expect(box.locator("summary")).to_have_text("Removed (1)")
+            box.locator("summary").click()
+            removed = box.locator("li.removed-doc")
+            expect(removed).to_contain_text("volcano.pdf")
+            expect(removed.locator(".doc-path")).to_have_text(str(inbox / "volcano.pdf"))
+            page.screenshot(path=shots / "removed.png", full_page=True)
+            removed.get_by_role("button", name="Restore volcano.pdf").click()
+            expect(box).to_be_hidden()
+            expect(row).to_have_attribute("data-status", "ok", timeout=90_000)
+            assert errors == []
+    finally:
+        services.close()

@@ -1,5 +1,6 @@
 // The documents list: GET /documents, then live ingestion events from GET /events (read with
-// fetch so the key can be sent); per-page records on demand; drag-and-drop upload.
+// fetch so the key can be sent); per-page records on demand; drag-and-drop upload; documents
+// removed while their files stay (GET /documents/removed), each with a Restore button.
 
 import { apiKey, describe, errorFrom, getJson, promptKey, readEvents, request } from "./api.js";
 import { el, plural, setText } from "./dom.js";
@@ -84,9 +85,63 @@ async function remove(entry) {
     const response = await request(`/documents/${enc(docId)}`, { method: "DELETE" });
     if (!response.ok && response.status !== 404) throw await errorFrom(response);
     dropDocument(docId);
+    loadRemoved();
   } catch (error) {
     setText($("docs-status"), `${source} could not be removed: ${describe(error)}`);
   }
+}
+
+async function restore(docId, source) {
+  try {
+    const response = await request(`/documents/${enc(docId)}/restore`, { method: "POST" });
+    if (!response.ok && response.status !== 404) throw await errorFrom(response);
+    if (response.ok) for (const record of await response.json()) upsert(record);
+  } catch (error) {
+    setText($("docs-status"), `${source} could not be restored: ${describe(error)}`);
+  }
+  loadRemoved();
+}
+
+function removedRow(docId, stones) {
+  const { source } = stones[0];
+  return el(
+    "li",
+    { class: "doc removed-doc", "data-doc-id": docId },
+    el(
+      "div",
+      { class: "doc-head" },
+      el("span", { class: "doc-name" }, source),
+      el("span", { class: "badge" }, "Removed"),
+      el(
+        "button",
+        {
+          type: "button",
+          class: "quiet restore",
+          "aria-label": `Restore ${source}`,
+          onclick: () => restore(docId, source),
+        },
+        "Restore",
+      ),
+    ),
+    ...stones.map((stone) => el("p", { class: "doc-path" }, stone.path)),
+  );
+}
+
+/** The removed files, one row per document (a document may have been held at several paths). */
+async function loadRemoved() {
+  let stones;
+  try {
+    stones = await getJson("/documents/removed");
+  } catch (error) {
+    setText($("docs-status"), `The removed documents could not be listed: ${describe(error)}`);
+    return;
+  }
+  const byDoc = new Map();
+  for (const stone of stones) byDoc.set(stone.doc_id, [...(byDoc.get(stone.doc_id) || []), stone]);
+  const rows = [...byDoc].map(([docId, held]) => removedRow(docId, held));
+  $("removed").replaceChildren(...rows);
+  setText($("removed-title"), `Removed (${rows.length})`);
+  $("removed-box").hidden = !rows.length;
 }
 
 function makeRow(entry) {
@@ -171,8 +226,14 @@ function showEmpty() {
 
 function applyEvent(kind, event) {
   const base = { doc_id: event.doc_id, source: event.source };
-  if (kind === "removed") return dropDocument(event.doc_id);
-  if (kind === "queued") return upsert({ ...base, status: "queued", errors: [] }, { progress: {} });
+  if (kind === "removed") {
+    loadRemoved();
+    return dropDocument(event.doc_id);
+  }
+  if (kind === "queued") {
+    if (!$("removed-box").hidden) loadRemoved(); // a removed file changed, or was restored
+    return upsert({ ...base, status: "queued", errors: [] }, { progress: {} });
+  }
   if (kind === "linked") return refreshOne(event.doc_id);
   if (kind === "started") {
     const progress = { stage: "extract", done: 0, total: event.pages_total };
@@ -219,6 +280,7 @@ async function loadAll() {
   for (const docId of [...docs.keys()]) if (!seen.has(docId)) dropDocument(docId);
   for (const record of records) upsert(record);
   showEmpty();
+  await loadRemoved();
 }
 
 /** Load the list, then follow /events; reconnect (and reload) when the stream drops. */
