@@ -60,9 +60,19 @@ class CpuOcrOptions(BaseModel):
     max_pixels: int = Field(default=12_000_000, ge=100_000)
 
 
+# Bump whenever a change to folio's own code alters what an engine gives for the same page (layout,
+# tables, furniture, line boxes): it is part of every page cache key, so older pages are read again.
+EXTRACTION_VERSION = "2"
+
+
 class ExtractOptions(BaseModel):
     """Per-page routing between the text layer and the OCR engines."""
 
     ocr: OcrMode = OcrMode.auto
     vllm: VLLMOptions | None = None
     cpu: CpuOcrOptions = Field(default_factory=CpuOcrOptions)
+    extraction_version: str = Field(
+        default=EXTRACTION_VERSION,
+        min_length=1,
+        description="folio's extraction version, part of the page cache key",
+    )

@@ -117,6 +117,10 @@ class PageReader:
                 self._cpu = RapidOCREngine(self.options.cpu)
             return self._cpu
 
+    def cache_key(self, info: EngineInfo) -> str:
+        """A page's key in the cache: its engine, model and version, and folio's extraction."""
+        return f"{engine_key(info)}|x{self.options.extraction_version}"
+
     def read(
         self,
         pdf: pymupdf.Document,
@@ -128,7 +132,7 @@ class PageReader:
     ) -> list[Page]:
         """The pages `numbers` (1-based) of `pdf`, whose bytes are `data`, in that order."""
         ocr_info = self.ocr_info
-        ocr_key = engine_key(ocr_info) if ocr_info is not None else None
+        ocr_key = self.cache_key(ocr_info) if ocr_info is not None else None
         pages: dict[int, Page] = {}
         text_pages: dict[int, Page] = {}
         to_ocr: dict[int, str] = {}
@@ -152,7 +156,7 @@ class PageReader:
         return self.cache.get(doc_id, number, key) if self.cache is not None else None
 
     def _text_page(self, pdf: pymupdf.Document, doc_id: str, number: int) -> Page:
-        key = engine_key(self.text_engine.info)
+        key = self.cache_key(self.text_engine.info)
         cached = self._cached(doc_id, number, key)
         if cached is not None:
             return cached
@@ -199,7 +203,7 @@ class PageReader:
             if page.status is PageStatus.failed:
                 page = self._fallback(pdf, number, page, text_pages[number])
             elif self.cache is not None:
-                self.cache.put(doc_id, engine_key(page.engine), page)
+                self.cache.put(doc_id, self.cache_key(page.engine), page)
             page.route = reasons[number] if page.route is None else page.route
             out[number] = page
         return out
