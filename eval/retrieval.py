@@ -16,6 +16,7 @@ and by text-layer versus image-only documents.
 from __future__ import annotations
 
 import argparse
+import sys
 import logging
 import os
 import time
@@ -33,6 +34,7 @@ from eval.retrieval_metrics import (
     score,
 )
 from retrieval.answer import DENSE_POOL
+from retrieval.links import highlight_of
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -75,9 +77,9 @@ def _doc_ids(store: Any) -> dict[str, str]:
 def _boxes(citation: Any, page: int) -> list[tuple[float, float, float, float]]:
     """The boxes a citation marks on `page`: those drawn by its highlight URL on its own page,
     its region on the other pages it spans."""
-    if page == citation.page and "highlight=" in citation.highlight_url:
-        drawn = citation.highlight_url.split("highlight=", 1)[1]
-        return [tuple(float(v) for v in box.split(",")) for box in drawn.split(";")]  # type: ignore[misc]
+    drawn = highlight_of(citation.highlight_url)
+    if page == citation.page and drawn:
+        return drawn
     return [r.bbox for r in citation.regions if r.page == page]
 
 
@@ -171,7 +173,7 @@ def _tune(store: Any, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", choices=DATASETS, required=True)
+    parser.add_argument("--dataset", choices=DATASETS, help="one set (default: each in turn)")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
     parser.add_argument("--ocr", choices=("never", "auto"), default="never")
@@ -188,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    if args.dataset is None:  # `python -m eval all` runs every set
+        rest = sys.argv[1:] if argv is None else list(argv)
+        return max(main([*rest, "--dataset", name]) for name in DATASETS)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     try:
         corpus = load_corpus(args.dataset, args.data)
