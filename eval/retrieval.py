@@ -16,9 +16,9 @@ and by text-layer versus image-only documents.
 from __future__ import annotations
 
 import argparse
-import sys
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
