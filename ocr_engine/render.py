@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pymupdf
 
-__all__ = ["RenderedPage", "encode_png", "render_page"]
+__all__ = ["RenderedPage", "encode_png", "fit_dpi", "render_page"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,17 @@ def render_page(page: pymupdf.Page, *, dpi: int = 144, max_pixels: int = 6_000_0
 
 def _pixels(rect: pymupdf.Rect, zoom: float) -> int:
     return math.ceil(rect.width * zoom) * math.ceil(rect.height * zoom)  # MuPDF rounds up
+
+
+def fit_dpi(rect: pymupdf.Rect, dpi: int, max_pixels: int) -> int:
+    """The largest whole dpi up to `dpi` at which `rect` (points) renders to at most `max_pixels`
+    pixels; 0 when not even 1 dpi fits (or `rect` is empty)."""
+    if rect.is_empty:
+        return 0
+    fit = min(dpi, math.floor(72 * math.sqrt(max_pixels / (rect.width * rect.height))))
+    while fit > 0 and _pixels(rect, fit / 72) > max_pixels:
+        fit -= 1
+    return max(fit, 0)
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -24,13 +24,15 @@ from server.deps import (
     PageNumber,
     Svc,
     page_record_or_404,
+    page_renderer,
+    png_response,
     record_or_404,
     render_dpi,
     rendering_errors,
 )
 from server.documents_api import router as documents_router
 from server.ingest_api import router as ingest_router
-from server.pages import PageRenderer, parse_highlight
+from server.pages import parse_highlight
 from server.services import Services
 from server.web import router as web_router
 from server.wiring import QUERY_LIMITS, install_api
@@ -52,7 +54,7 @@ class Health(BaseModel):
 def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     """The app over ready-made services; with `watch`, the configured folder is watched."""
     settings = services.settings
-    renderer = PageRenderer(settings.render_cache_pages)
+    renderer = page_renderer(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -130,12 +132,14 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         highlight: Annotated[str | None, Query(max_length=4000)] = None,
         dpi: Annotated[int | None, Query(ge=36)] = None,
     ) -> Response:
+        """Page `n` as PNG with `highlight` boxes drawn; a page too large for the dpi within
+        FOLIO_MAX_RENDER_PIXELS is rendered at less, said in `X-Folio-Render-Dpi`."""
         page_record_or_404(svc, doc_id, n)
         use_dpi = render_dpi(svc, dpi, settings.render_dpi)
         with rendering_errors(doc_id, "invalid_highlight"):
             boxes = parse_highlight(highlight)
-            png = renderer.render_png(svc.files.pdf_path(doc_id), n, use_dpi, boxes)
-        return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
+            render = renderer.render(svc.files.pdf_path(doc_id), n, use_dpi)
+            return png_response(render, boxes)
 
     @app.get("/documents/{doc_id}/pages/{n}/view", response_class=HTMLResponse)
     def page_view(

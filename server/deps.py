@@ -8,21 +8,26 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi import Path as PathParam
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
-from server.pages import PageOutOfRangeError
+from server.pages import BBox, PageOutOfRangeError, PageRenderer, Render, UnrenderablePageError
 from server.services import Services
+from server.settings import Settings
 
 __all__ = [
     "DOC_ID_PATTERN",
     "ApiError",
     "DocId",
     "PageNumber",
+    "Renderer",
     "Svc",
     "error_response",
+    "get_renderer",
     "get_services",
     "page_record_or_404",
+    "page_renderer",
+    "png_response",
     "record_or_404",
     "render_dpi",
     "rendering_errors",
@@ -93,14 +98,39 @@ def render_dpi(svc: Services, dpi: int | None, default: int) -> int:
     return use_dpi
 
 
+def page_renderer(settings: Settings) -> PageRenderer:
+    """The renderer within the configured pixel and cache bounds."""
+    return PageRenderer(
+        max_pixels=settings.max_render_pixels, cache_bytes=settings.render_cache_mb << 20
+    )
+
+
+def get_renderer(request: Request) -> PageRenderer:
+    """The app's page renderer (one render cache for pages and crops)."""
+    renderer: PageRenderer = request.app.state.renderer
+    return renderer
+
+
+Renderer = Annotated[PageRenderer, Depends(get_renderer)]
+
+
+def png_response(render: Render, highlights: list[BBox]) -> Response:
+    """The render as PNG with `highlights` drawn; `X-Folio-Render-Dpi` is the dpi it used."""
+    headers = {"Cache-Control": "max-age=3600", "X-Folio-Render-Dpi": str(render.dpi)}
+    return Response(render.png(highlights), media_type="image/png", headers=headers)
+
+
 @contextmanager
 def rendering_errors(doc_id: str, bad_value_code: str) -> Iterator[None]:
-    """Page rendering's errors as API errors; a ValueError is the caller's `bad_value_code`."""
+    """Page rendering's errors as API errors; a ValueError is the caller's `bad_value_code`, a
+    page MuPDF cannot render is 422 `page_not_renderable`."""
     try:
         yield
     except PageOutOfRangeError as exc:
         raise ApiError(404, "page_out_of_range", str(exc)) from None
     except UnknownDocumentError:
         raise ApiError(404, "unknown_document", f"no PDF stored for {doc_id!r}") from None
+    except UnrenderablePageError as exc:
+        raise ApiError(422, "page_not_renderable", str(exc)) from None
     except ValueError as exc:
         raise ApiError(422, bad_value_code, str(exc)) from None

@@ -1,4 +1,8 @@
-"""Page images: PyMuPDF renders the page, Pillow draws the highlighted boxes; renders are cached."""
+"""Page images: PyMuPDF renders the page, Pillow draws the highlighted boxes; renders are cached.
+
+A render never exceeds the renderer's pixel bound: a page (or a crop's region) too large for the
+dpi asked is rendered at the largest whole dpi that fits, and the dpi used is reported
+(`Render.dpi`, the `X-Folio-Render-Dpi` header). The cache is bounded by the bytes it holds."""
 
 from __future__ import annotations
 
@@ -6,15 +10,21 @@ import io
 import math
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymupdf
 from PIL import Image, ImageDraw
 
+from ocr_engine.render import fit_dpi
+
 BBox = tuple[float, float, float, float]
 
 HIGHLIGHT_FILL = (255, 214, 0, 90)
 HIGHLIGHT_EDGE = (220, 38, 38, 255)
+DEFAULT_MAX_PIXELS = 20_000_000  # A3 or Tabloid at 300 dpi; 60 MB as RGB
+DEFAULT_CACHE_BYTES = 256 << 20
+_RECTS = 4096  # page sizes remembered, so that a cached render needs no PDF opened
 MAX_HIGHLIGHTS = 50
 MAX_COORDINATE = 14_400.0  # the largest page PDF allows, in points
 
@@ -49,44 +59,132 @@ def parse_highlight(value: str | None) -> list[BBox]:
     return boxes
 
 
-class PageRenderer:
-    """Renders page `n` (1-based) of a PDF at a dpi, caching the plain render in memory."""
+class UnrenderablePageError(Exception):
+    """MuPDF cannot render the page (damaged, or too large even at 1 dpi)."""
 
-    def __init__(self, cache_pages: int = 64) -> None:
-        self._cache: OrderedDict[tuple[str, int, int], Image.Image] = OrderedDict()
-        self._capacity = cache_pages
-        self._lock = threading.Lock()
 
-    def _base(self, pdf: Path, number: int, dpi: int) -> Image.Image:
-        key = (str(pdf), number, dpi)
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
-        with pymupdf.open(pdf) as doc:
-            if not 1 <= number <= doc.page_count:
-                raise PageOutOfRangeError(
-                    f"page {number} is out of range: the document has {doc.page_count} pages"
-                )
-            pix = doc[number - 1].get_pixmap(dpi=dpi, alpha=False)
-            image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-        with self._lock:
-            self._cache[key] = image
-            while len(self._cache) > self._capacity:
-                self._cache.popitem(last=False)
-        return image
+@dataclass(frozen=True)
+class Render:
+    """A plain render of a page or of a region of it: `dpi` is the resolution used (the one asked
+    for, or less to stay within the pixel bound) and `origin` the region's top-left in points."""
 
-    def image(self, pdf: Path, number: int, dpi: int) -> Image.Image:
-        """The plain render of page `number`, shared with the cache: copy it before drawing."""
-        return self._base(pdf, number, dpi)
+    image: Image.Image
+    dpi: int
+    origin: tuple[float, float] = (0.0, 0.0)
 
-    def render_png(self, pdf: Path, number: int, dpi: int, highlights: list[BBox]) -> bytes:
-        image = self._base(pdf, number, dpi)
+    @property
+    def nbytes(self) -> int:
+        return self.image.width * self.image.height * len(self.image.getbands())
+
+    def png(self, highlights: list[BBox]) -> bytes:
+        """The render as PNG with `highlights` (PDF points) drawn; the cached image is kept."""
+        image = self.image
         if highlights:
-            image = draw_boxes(image, highlights, scale=dpi / 72.0)
+            x, y = self.origin
+            moved = [(a - x, b - y, c - x, d - y) for a, b, c, d in highlights]
+            image = draw_boxes(image, moved, scale=self.dpi / 72.0)
         out = io.BytesIO()
         image.save(out, format="PNG", compress_level=1)
         return out.getvalue()
+
+
+_Key = tuple[str, int, int, BBox | None]
+
+
+class PageRenderer:
+    """Renders page `n` (1-based) of a PDF, or a region of it, at a dpi lowered where needed to
+    stay within `max_pixels`; plain renders are cached in memory up to `cache_bytes` in all."""
+
+    def __init__(
+        self, *, max_pixels: int = DEFAULT_MAX_PIXELS, cache_bytes: int = DEFAULT_CACHE_BYTES
+    ) -> None:
+        self.max_pixels = max_pixels
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[_Key, Render] = OrderedDict()
+        self._cached = 0
+        self._rects: OrderedDict[tuple[str, int], pymupdf.Rect] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def cached_bytes(self) -> int:
+        """What the cached renders hold, in bytes."""
+        return self._cached
+
+    def render(self, pdf: Path, number: int, dpi: int, region: BBox | None = None) -> Render:
+        """Page `number`, or the part of it within `region` (PDF points, clamped to the page;
+        ValueError when nothing of it is on the page), at `dpi` or the most that fits."""
+        try:
+            rect = self._page_rect(pdf, number)
+            clip = rect if region is None else _clamp(region, rect)
+            fitted = fit_dpi(clip, dpi, self.max_pixels)
+            if fitted < 1:
+                raise UnrenderablePageError(
+                    f"page {number} is too large to render within {self.max_pixels} pixels"
+                )
+            key = (str(pdf), number, fitted, None if region is None else _box(clip))
+            with self._lock:
+                if (hit := self._cache.get(key)) is not None:
+                    self._cache.move_to_end(key)
+                    return hit
+            made = _render(pdf, number, fitted, None if region is None else clip)
+        except (pymupdf.mupdf.FzErrorBase, pymupdf.FileDataError) as exc:
+            raise UnrenderablePageError(f"page {number} cannot be rendered: {exc}") from None
+        self._keep(key, made)
+        return made
+
+    def _page_rect(self, pdf: Path, number: int) -> pymupdf.Rect:
+        key = (str(pdf), number)
+        with self._lock:
+            if (rect := self._rects.get(key)) is not None:
+                return rect
+        with pymupdf.open(pdf) as doc:
+            _check_range(doc, number)
+            rect = doc[number - 1].rect
+        with self._lock:
+            self._rects[key] = rect
+            while len(self._rects) > _RECTS:
+                self._rects.popitem(last=False)
+        return rect
+
+    def _keep(self, key: _Key, made: Render) -> None:
+        if made.nbytes > self.cache_bytes:
+            return
+        with self._lock:
+            if key in self._cache:
+                return
+            self._cache[key] = made
+            self._cached += made.nbytes
+            while self._cached > self.cache_bytes:
+                self._cached -= self._cache.popitem(last=False)[1].nbytes
+
+
+def _check_range(doc: pymupdf.Document, number: int) -> None:
+    if not 1 <= number <= doc.page_count:
+        raise PageOutOfRangeError(
+            f"page {number} is out of range: the document has {doc.page_count} pages"
+        )
+
+
+def _clamp(region: BBox, rect: pymupdf.Rect) -> pymupdf.Rect:
+    clip = pymupdf.Rect(region) & rect
+    if clip.width < 1 or clip.height < 1:
+        raise ValueError(
+            f"bbox {region} is outside the page ({rect.width:.0f} x {rect.height:.0f} points)"
+        )
+    return clip
+
+
+def _box(rect: pymupdf.Rect) -> BBox:
+    return (rect.x0, rect.y0, rect.x1, rect.y1)
+
+
+def _render(pdf: Path, number: int, dpi: int, clip: pymupdf.Rect | None) -> Render:
+    with pymupdf.open(pdf) as doc:
+        _check_range(doc, number)
+        pix = doc[number - 1].get_pixmap(dpi=dpi, clip=clip, alpha=False)
+        image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
+    origin = (0.0, 0.0) if clip is None else (clip.x0, clip.y0)
+    return Render(image, dpi, origin)
 
 
 def draw_boxes(image: Image.Image, boxes: list[BBox], *, scale: float) -> Image.Image:

@@ -42,7 +42,13 @@ class Settings(BaseSettings):
     embed_batch_size: int = Field(default=16, ge=1, le=1024)  # measured: docs/benchmarks.md
     render_dpi: int = Field(default=110, ge=36, le=300)
     max_render_dpi: int = Field(default=300, ge=36, le=600)
-    render_cache_pages: int = Field(default=64, ge=0)
+    max_render_pixels: int = Field(
+        default=20_000_000,
+        ge=1_000_000,
+        le=200_000_000,
+        description="page images and crops: a larger render is made at a lower dpi",
+    )
+    render_cache_mb: int = Field(default=256, ge=0, description="memory for cached page renders")
     watch_settle_seconds: float = Field(default=1.0, ge=0.0)
     passwords_file: Path | None = Field(
         default=None,

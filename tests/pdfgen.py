@@ -65,6 +65,25 @@ def image_page_pdf(*, with_text_page: bool) -> bytes:
     return data
 
 
+GIANT_PAGE_PT = 14_400  # the largest page PDF allows: 200 inches a side
+
+
+def giant_page_pdf() -> bytes:
+    """One 14,400 x 14,400 pt page (a site plan, a poster): two sentences at mid-height, the
+    first between y 7,150 and 7,210 from x 72."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=GIANT_PAGE_PT, height=GIANT_PAGE_PT)
+    for y, text in (
+        (7_200, "Harbour site plan: berth 4 is dredged to twelve metres."),
+        (7_300, "The container cranes on berth 5 lift forty tonnes each."),
+    ):
+        page.insert_text((72, y), text, fontsize=48)
+    page.draw_rect(pymupdf.Rect(36, 36, GIANT_PAGE_PT - 36, GIANT_PAGE_PT - 36), width=4)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
 def truncated_pdf() -> bytes:
     data = fact_pdf(*FACTS["volcano.pdf"])
     return data[: len(data) // 3]

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from PIL import Image
 
-from server.crops import crop_image
-from server.pages import HIGHLIGHT_EDGE
+from server.pages import HIGHLIGHT_EDGE, PageRenderer
 from tests.apiapp import ApiApp, api_app
 
 
@@ -65,7 +63,7 @@ def test_unknown_documents_and_pages_are_not_found(app: ApiApp) -> None:
     assert missing.status_code == 422
 
 
-def test_crop_image_refuses_a_box_off_the_page(tmp_path: Path) -> None:
-    page = Image.new("RGB", (100, 100), "white")
+def test_a_region_off_the_page_is_refused(app: ApiApp) -> None:
+    renderer = PageRenderer()
     with pytest.raises(ValueError, match="outside the page"):
-        crop_image(page, (200, 200, 300, 300), scale=1.0, margin=0, highlights=[])
+        renderer.render(app.pdf, 1, 72, (700, 800, 900, 900))
