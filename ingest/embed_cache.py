@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ingest.sqlite_file import LazySqlite
+
 __all__ = ["EMBED_CACHE_FILE", "EmbeddingCache"]
 
 EMBED_CACHE_FILE = "embed_cache.sqlite3"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID"
+)
 _LOOKUP = 500  # keys per SELECT (SQLite's variable limit is 999 on old builds)
 
 
@@ -31,23 +35,11 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
+        self._file = LazySqlite(self.path, _SCHEMA)
+        self._lock = self._file.lock
 
     def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-            )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)"
-                " WITHOUT ROWID"
-            )
-            self._db = db
-        return self._db
+        return self._file.conn()
 
     def get(self, model: str, texts: Sequence[str], dim: int) -> dict[int, np.ndarray]:
         """Cached vectors by position in `texts`."""
@@ -81,7 +73,4 @@ class EmbeddingCache:
             return int(self._conn().execute("SELECT count(*) FROM vectors").fetchone()[0])
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        self._file.close()

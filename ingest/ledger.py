@@ -35,6 +35,7 @@ from ingest.records import (
     UnknownDocumentError,
     Versions,
 )
+from ingest.sqlite_file import connect
 from ingest.tombstones import Tombstones
 from ocr_engine.schema import EngineInfo, PageStatus
 
@@ -78,12 +79,7 @@ class Ledger:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.file = data_dir / filename
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            self.file, isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db = connect(self.file, foreign_keys=True)
         with self._lock:
             migrate(self._db, data_dir)
         self.tombstones = Tombstones(self.transaction, self._rows)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import zlib
 from pathlib import Path
 
+from ingest.sqlite_file import LazySqlite
 from ocr_engine.schema import Page
 
 __all__ = ["PAGE_CACHE_FILE", "SqlitePageCache"]
@@ -20,6 +20,11 @@ __all__ = ["PAGE_CACHE_FILE", "SqlitePageCache"]
 log = logging.getLogger(__name__)
 
 PAGE_CACHE_FILE = "page_cache.sqlite3"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS pages (doc_id TEXT NOT NULL, number INTEGER NOT NULL,"
+    " engine_key TEXT NOT NULL, page BLOB NOT NULL,"
+    " PRIMARY KEY (doc_id, number, engine_key)) WITHOUT ROWID"
+)
 
 
 class SqlitePageCache:
@@ -27,24 +32,11 @@ class SqlitePageCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
+        self._file = LazySqlite(self.path, _SCHEMA)
+        self._lock = self._file.lock
 
     def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-            )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS pages (doc_id TEXT NOT NULL, number INTEGER NOT NULL,"
-                " engine_key TEXT NOT NULL, page BLOB NOT NULL,"
-                " PRIMARY KEY (doc_id, number, engine_key)) WITHOUT ROWID"
-            )
-            self._db = db
-        return self._db
+        return self._file.conn()
 
     def get(self, doc_id: str, number: int, engine_key: str) -> Page | None:
         with self._lock:
@@ -89,7 +81,4 @@ class SqlitePageCache:
         return cursor.rowcount
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        self._file.close()
