@@ -8,6 +8,7 @@ import sys
 # subcommand -> module with a ``main(argv) -> int``
 COMMANDS: dict[str, str] = {
     "answers": "eval.answers",
+    "answer_support": "eval.answer_support",
     "cpu_ocr": "eval.cpu_ocr",
     "extraction": "eval.extraction",
     "financebench": "eval.financebench",

@@ -6,7 +6,9 @@ index's embedding model, the best of them are ranked again by the similarity of 
 by its section heading, to the question (docs/benchmarks.md measures both). The answer gives them
 best first, each with a citation of its own that points at the sentence's part of the chunk lines
 it spans, not at the whole chunk; a lead-in ("... are as follows:") is cited with what it
-introduces.
+introduces. When even the best of them is less like the question than `MIN_SUPPORT` (measured in
+docs/benchmarks.md against questions asked of the wrong documents), there is no answer: the
+documents do not answer the question.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DENSE_POOL",
     "FOLLOW_AHEAD",
-    "NO_MATCH_ANSWER",
+    "MIN_SUPPORT",
     "Answer",
     "AnswerOptions",
     "PageRange",
@@ -39,8 +41,8 @@ __all__ = [
     "terms",
 ]
 
-NO_MATCH_ANSWER = "No indexed passage matches the question."
 DENSE_POOL = 8
+MIN_SUPPORT = 0.3  # the best sentence's cosine to the question below which nothing answers it
 _DENSE_FLOOR = 0.3
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 _DENSE_KEEP = 0.8
@@ -57,17 +59,26 @@ class AnswerOptions:
     """How an extractive answer is drawn: from the top `max_hits` hits; the `dense_pool` best
     sentences by terms ranked again by embedding (0: by terms alone); cited on `pages` (a
     request's page filter) while any sentence is; `following` gives the chunks after a chunk in
-    its document (a store lookup), for a lead-in whose table is not among the hits."""
+    its document (a store lookup), for a lead-in whose table is not among the hits; below
+    `min_support` (the best pooled sentence's similarity to the question) there is no answer."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
+    min_support: float = MIN_SUPPORT
     pages: PageRange = (None, None)
     following: Callable[[Chunk], Sequence[Chunk]] | None = None
 
 
 class Answer(NamedTuple):
-    text: str
+    text: str | None
+    """None when the documents do not answer the question."""
     citations: list[Citation]
+    support: float | None = None
+    """The best pooled sentence's similarity to the question (None without an embedder)."""
+
+    @property
+    def found(self) -> bool:
+        return self.text is not None
 
 
 @dataclass(frozen=True)
@@ -130,22 +141,22 @@ def _dense(
     lexical: list[float],
     embedder: Embedder,
     pool: int,
-) -> list[float]:
+) -> tuple[list[float], float]:
     """The `pool` best sentences by `lexical`, down to 0.3 times the best, scored again by the
     similarity of their text, led by their section heading, to the question; the others score 0.
     (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
-    rare terms, such as a name.)"""
+    rare terms, such as a name.) Also the best similarity (0.0 for no sentence)."""
     floor = _DENSE_FLOOR * max(lexical, default=0.0)
     order = sorted(range(len(sentences)), key=lambda i: -lexical[i])[:pool]
     order = [i for i in order if lexical[i] >= floor]
     if not order:
-        return [0.0] * len(sentences)
+        return [0.0] * len(sentences), 0.0
     texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]
     similarity = embedder.embed_documents(texts) @ embedder.embed_query(question)
     scores = [0.0] * len(sentences)
     for i, value in zip(order, similarity, strict=True):
         scores[i] = max(float(value), 1e-6)
-    return scores
+    return scores, float(max(similarity))
 
 
 def _in_context(chunk: Chunk, text: str) -> str:
@@ -296,21 +307,27 @@ def extractive_answer(
 ) -> Answer:
     """The best-supported sentences of the top hits, best first, each followed by the [n] of its
     own citation (boxed to that sentence's lines); `options` says which hits, pages and how many
-    sentences the `embedder` (if any) ranks again, keeping those within 0.8 times the best."""
+    sentences the `embedder` (if any) ranks again, keeping those within 0.8 times the best. No
+    answer (text None) without hits, or when no pooled sentence is as like the question as
+    `options.min_support`."""
     top = list(hits[: options.max_hits])
-    if not top:
-        return Answer(NO_MATCH_ANSWER, [])
     sentences = _candidates(top, options.pages) or _candidates(top)
+    if not sentences:
+        return Answer(None, [], 0.0 if embedder is not None else None)
     scores = _rank(question, top, sentences)
-    if embedder is None or options.dense_pool < 1:
+    support: float | None = None
+    if embedder is None:
+        chosen = _select(sentences, scores, max_sentences)
+    elif options.dense_pool < 1:  # ranked by terms; the best of them still measures support
+        _, support = _dense(question, top, sentences, scores, embedder, 1)
         chosen = _select(sentences, scores, max_sentences)
     else:
-        scores = _dense(question, top, sentences, scores, embedder, options.dense_pool)
+        scores, support = _dense(question, top, sentences, scores, embedder, options.dense_pool)
         chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
+    if support is not None and support < options.min_support:
+        return Answer(None, [], support)
     if not chosen:  # no lexical support at all: the best hit's opening sentence
         chosen = sentences[:1]
-    if not chosen:
-        return Answer(NO_MATCH_ANSWER, [])
     text = " ".join(f"{s.text} [{n}]" for n, s in enumerate(chosen, 1))
     citations = [_cite_sentence(n, s, top, options.following) for n, s in enumerate(chosen, 1)]
-    return Answer(text, citations)
+    return Answer(text, citations, support)

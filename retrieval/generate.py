@@ -20,7 +20,7 @@ from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.embedder import Embedder
 from retrieval.llm import LlmError, LlmOptions, stream_answer
 from retrieval.schema import Citation, LlmFailure, QueryResponse, ScoredChunk
-from retrieval.search import to_hit
+from retrieval.search import extractive_response, to_hit
 from retrieval.support import SupportThresholds, check_answer
 
 __all__ = [
@@ -58,15 +58,9 @@ def _extractive(
     hits: Sequence[ScoredChunk],
     embedder: Embedder,
     options: AnswerOptions,
-    failure: LlmFailure | None = None,
 ) -> QueryResponse:
     answer = extractive_answer(question, hits, embedder=embedder, options=options)
-    return QueryResponse(
-        answer=answer.text,
-        citations=answer.citations,
-        hits=[to_hit(s) for s in hits],
-        llm_error=failure,
-    )
+    return extractive_response(answer, hits)
 
 
 async def answer_events(
@@ -80,9 +74,11 @@ async def answer_events(
     client: httpx.AsyncClient | None = None,
 ) -> AsyncIterator[AnswerEvent]:
     """The answer to `question` from `hits` (best first) as events; the LLM's when `llm` is
-    set and there are hits, else (or when the LLM fails) the extractive one."""
+    set and the extractive answer finds support in the hits, else (or when the LLM fails) the
+    extractive one; when nothing supports an answer, a `not_found` response and no tokens."""
     top = list(hits[: options.max_hits])
-    if llm is not None and top:
+    extractive = await asyncio.to_thread(_extractive, question, hits, embedder, options)
+    if llm is not None and extractive.mode != "not_found":
         pieces: list[str] = []
         try:
             async for piece in stream_answer(
@@ -108,10 +104,11 @@ async def answer_events(
                 )
             )
             return
-        response = await asyncio.to_thread(_extractive, question, hits, embedder, options, failure)
+        response = extractive.model_copy(update={"llm_error": failure})
     else:
-        response = await asyncio.to_thread(_extractive, question, hits, embedder, options)
-    yield TokenEvent(response.answer)
+        response = extractive
+    if response.answer is not None:
+        yield TokenEvent(response.answer)
     yield CitationsEvent(response.citations)
     yield DoneEvent(response)
 

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CHUNK_SCHEMA_VERSION = "1.1"  # 1.1: paragraphs and tables continued across pages
 _POINT_NAMESPACE = uuid.UUID("6f1c2a9e-3d4b-5a8c-9e7f-0b1d2c3e4f50")
@@ -153,12 +153,28 @@ class QueryRequest(BaseModel):
     page_from: int | None = Field(default=None, ge=1)
     page_to: int | None = Field(default=None, ge=1)
 
+    @field_validator("question")
+    @classmethod
+    def _has_words(cls, question: str) -> str:
+        """A question of blanks or punctuation alone asks nothing."""
+        if not any(ch.isalnum() for ch in question):
+            raise ValueError("the question has no letters or digits")
+        return question
+
+
+AnswerMode = Literal["extractive", "generated", "not_found"]
+
 
 class QueryResponse(BaseModel):
-    answer: str
+    answer: str | None = Field(
+        description="null when the documents do not answer the question (mode not_found)"
+    )
     citations: list[Citation]
     hits: list[Hit]
-    mode: Literal["extractive", "generated"] = "extractive"
+    mode: AnswerMode = Field(
+        default="extractive",
+        description="not_found: no passage supports an answer; `hits` still lists the nearest",
+    )
     checks: list[ClaimCheck] = Field(
         default_factory=list, description="generated answers: every [n] marker, checked"
     )

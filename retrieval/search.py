@@ -4,21 +4,37 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 
 from retrieval.answer import (
     DENSE_POOL,
     FOLLOW_AHEAD,
+    MIN_SUPPORT,
+    Answer,
     AnswerOptions,
     extractive_answer,
     following_ids,
 )
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
-from retrieval.schema import Chunk, Hit, QueryRequest, QueryResponse, ScoredChunk, SearchFilter
+from retrieval.schema import (
+    Chunk,
+    Hit,
+    LlmFailure,
+    QueryRequest,
+    QueryResponse,
+    ScoredChunk,
+    SearchFilter,
+)
 from retrieval.store import VectorStore
 
-__all__ = ["InvalidQueryError", "Retriever", "distinct_pages", "search_filter"]
+__all__ = [
+    "InvalidQueryError",
+    "Retriever",
+    "distinct_pages",
+    "extractive_response",
+    "search_filter",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +67,20 @@ def to_hit(scored: ScoredChunk) -> Hit:
         score=scored.score,
         chunk_id=chunk.chunk_id,
         section_path=chunk.section_path,
+    )
+
+
+def extractive_response(
+    answer: Answer, hits: Sequence[ScoredChunk], failure: LlmFailure | None = None
+) -> QueryResponse:
+    """The response of an extractive answer from `hits`: `not_found`, with the hits as the
+    nearest passages, when the answer is none."""
+    return QueryResponse(
+        answer=answer.text,
+        citations=answer.citations,
+        hits=[to_hit(s) for s in hits],
+        mode="extractive" if answer.found else "not_found",
+        llm_error=failure,
     )
 
 
@@ -93,7 +123,8 @@ class Retriever:
     turns this off.
 
     The extractive answer ranks its `dense_sentences` best sentences by terms again by their
-    embedding similarity to the question (0: by terms alone).
+    embedding similarity to the question (0: by terms alone); below `min_support` similarity
+    for the best of them the documents do not answer the question (`mode: "not_found"`).
     """
 
     def __init__(
@@ -107,6 +138,7 @@ class Retriever:
         overfetch: int = 4,
         names: NamedDocuments | None = None,
         dense_sentences: int = DENSE_POOL,
+        min_support: float = MIN_SUPPORT,
     ) -> None:
         if embedder.dim != store.dim:
             raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
@@ -118,6 +150,7 @@ class Retriever:
         self.overfetch = max(1, overfetch)
         self.names = names
         self.dense_sentences = dense_sentences
+        self.min_support = min_support
 
     def search(
         self, question: str, top_k: int, flt: SearchFilter | None = None
@@ -162,6 +195,7 @@ class Retriever:
         return AnswerOptions(
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
+            min_support=self.min_support,
             pages=(req.page_from, req.page_to),
             following=self.following,
         )
@@ -183,6 +217,4 @@ class Retriever:
             len(scored),
             1e3 * (time.perf_counter() - started),
         )
-        return QueryResponse(
-            answer=answer.text, citations=answer.citations, hits=[to_hit(s) for s in scored]
-        )
+        return extractive_response(answer, scored)

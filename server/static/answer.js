@@ -153,7 +153,32 @@ async function streamAnswer(response, signal) {
   throw new ApiError(502, "stream_ended", "The answer stream ended early.");
 }
 
+/** No answer: say so, and list the nearest passages the search found. */
+function showNotFound(result) {
+  renderCitations([], new AbortController().signal);
+  $("answer-text").replaceChildren(
+    el("span", { class: "not-found" }, "The documents do not answer this."),
+  );
+  const hits = result.hits || [];
+  $("citations").replaceChildren(
+    ...hits.map((hit) =>
+      el(
+        "li",
+        { class: "nearest" },
+        el("span", { class: "source" }, `${hit.source}, page ${hit.page}`),
+        el("blockquote", { class: "quote" }, hit.text.length > 240 ? `${hit.text.slice(0, 240)}…` : hit.text),
+      ),
+    ),
+  );
+  const nearest = hits.length ? ` The nearest of ${hits.length} passages are listed.` : "";
+  setText($("ask-status"), `No passage supports an answer.${nearest}`);
+}
+
 function showResponse(result, signal) {
+  if (result.mode === "not_found") {
+    showNotFound(result);
+    return;
+  }
   const citations = result.citations || [];
   renderCitations(citations, signal);
   renderAnswerText(result.answer || "", citations);
