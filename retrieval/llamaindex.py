@@ -4,9 +4,17 @@ Needs `llama-index-core` (folio's `eval` extra installs it); nothing else in fol
 module, so folio runs without it.
 
     from retrieval.llamaindex import FolioRetriever
-    retriever = FolioRetriever.from_index("data/index", top_k=5)
+    from server.services import build_services
+    from server.settings import Settings
+
+    services = build_services(Settings(data_dir="data"))  # holds the data directory's lock
+    retriever = FolioRetriever(services.retriever, top_k=5)  # the search `POST /query` runs
     for hit in retriever.retrieve("What were capital expenditures in 2018?"):
         print(hit.score, hit.node.metadata["page"], hit.node.metadata["highlight_url"])
+    services.close()
+
+The retriever is always the one `build_services` makes (documents a question names searched
+first, the same fusion and page hits), so a notebook finds what the API and the CLI find.
 
 Each `NodeWithScore` holds the chunk text; its metadata carries `doc_id`, `source`, `page`,
 `bbox` (the lines that best support the question, on `page`), `regions` (every region of those
@@ -18,14 +26,11 @@ Only the source and the section trail reach an LLM or an embedding model; the re
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-from typing import Any
 
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from retrieval.embedder import Embedder
 from retrieval.evidence import locate, supporting_lines
 from retrieval.schema import ScoredChunk, SearchFilter
 from retrieval.search import Retriever
@@ -60,23 +65,6 @@ class FolioRetriever(BaseRetriever):
         )
         self.base_url = base_url.rstrip("/")
         super().__init__(callback_manager=callback_manager)
-
-    @classmethod
-    def from_index(
-        cls, index_dir: Path | str, *, embedder: Embedder | None = None, **kwargs: Any
-    ) -> FolioRetriever:
-        """Over the Qdrant Edge index of a folio data directory (`DATA_DIR/index`), which no
-        running folio may hold at the same time; the packaged embedding model by default."""
-        from retrieval.edge_store import EdgeStore
-        from retrieval.embedder import SentenceTransformerEmbedder
-
-        embedder = embedder or SentenceTransformerEmbedder()
-        store = EdgeStore(Path(index_dir), embedder.dim)
-        return cls(Retriever(embedder, store), **kwargs)
-
-    def close(self) -> None:
-        """Release the store (a store opened by `from_index` holds a lock on its folder)."""
-        self.folio.store.close()
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         question = query_bundle.query_str

@@ -61,6 +61,19 @@ def open_store(settings: Settings, dim: int) -> VectorStore:
     )
 
 
+def build_retriever(
+    settings: Settings, embedder: Embedder, store: VectorStore, ledger: Ledger
+) -> Retriever:
+    """The one search of a running folio: what `POST /query`, `folio query`, MCP and LlamaIndex's
+    `FolioRetriever` all use (documents a question names come from the ledger)."""
+    return Retriever(
+        embedder,
+        store,
+        names=NamedDocuments(ledger.sources),
+        dense_sentences=settings.answer_dense_sentences,
+    )
+
+
 def ingest_options(settings: Settings) -> IngestOptions:
     extract = settings.extract_options()
     window = IngestOptions().window
@@ -130,11 +143,6 @@ def _build(
         events=events,
         ingestor=ingestor,
         sync=sync,
-        retriever=Retriever(
-            embedder,
-            store,
-            names=NamedDocuments(ledger.sources),
-            dense_sentences=settings.answer_dense_sentences,
-        ),
+        retriever=build_retriever(settings, embedder, store, ledger),
         lock=lock,
     )

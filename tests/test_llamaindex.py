@@ -18,12 +18,16 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import MetadataMode
 
+from ocr_engine.options import OcrMode
 from retrieval.edge_store import EdgeStore
 from retrieval.llamaindex import FolioRetriever
-from retrieval.schema import Chunk, ChunkLine, Region
+from retrieval.schema import Chunk, ChunkLine, QueryRequest, Region
 from retrieval.search import Retriever
+from server.services import build_services
+from server.settings import Settings
 from tests.conftest import REPO_ROOT
 from tests.fakes import HashEmbedder
+from tests.pdfgen import fact_pdf
 
 DOC_A, DOC_B = "a" * 64, "b" * 64
 LINES = [
@@ -122,14 +126,31 @@ def test_top_k_must_be_positive(folio: Retriever) -> None:
         FolioRetriever(folio, top_k=0)
 
 
-def test_from_index_opens_a_folio_index(tmp_path: Path) -> None:
-    embedder = HashEmbedder(dim=32)
-    store = EdgeStore(tmp_path / "index", embedder.dim)
-    store.upsert(CHUNKS, embedder.embed_documents([c.embed_text for c in CHUNKS]))
-    store.close()
-    retriever = FolioRetriever.from_index(tmp_path / "index", embedder=embedder, top_k=1)
-    assert retriever.retrieve("dividends")[0].node.metadata["doc_id"] == DOC_B
-    retriever.close()
+def test_searches_exactly_as_query_does_named_documents_first(tmp_path: Path) -> None:
+    """Over the services' retriever, a question naming one of two filings of a company gets
+    that filing, in the order `POST /query` lists its hits."""
+    bodies = {
+        "ADOBE_2017_10K.pdf": "What was the total revenue in fiscal year 2017? Total revenue rose.",
+        "ADOBE_2022_10K.pdf": "Subscription sales grew across the Digital Media segment.",
+        "NIKE_2022_10K.pdf": "Footwear sales grew in every geography.",
+    }
+    for name, text in bodies.items():
+        (tmp_path / name).write_bytes(fact_pdf(name.split(".")[0], [("Results", text)]))
+    settings = Settings(data_dir=tmp_path / "data", ocr=OcrMode.never)
+    services = build_services(settings, embedder=HashEmbedder(dim=32))
+    try:
+        services.sync.ingest_paths([tmp_path])
+        question = "What was Adobe's total revenue in fiscal 2022?"
+        nodes = FolioRetriever(services.retriever, top_k=3).retrieve(question)
+        answer = services.retriever.query(QueryRequest(question=question, top_k=3))
+        assert nodes[0].node.metadata["source"] == "ADOBE_2022_10K.pdf"
+        got = [(n.node.metadata["doc_id"], n.node.metadata["chunk_id"]) for n in nodes]
+        assert got == [(h.doc_id, h.chunk_id) for h in answer.hits]
+        # what a retriever built without the ledger's names (the old `from_index`) finds first
+        nameless = Retriever(services.embedder, services.store).search(question, 3)
+        assert nameless[0].chunk.source == "ADOBE_2017_10K.pdf"
+    finally:
+        services.close()
 
 
 def test_example_notebook_runs() -> None:
