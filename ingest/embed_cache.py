@@ -9,13 +9,12 @@ row per (model, sha256 of the embedded text), ~1.5 kB a chunk for a 384-dim mode
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ingest.sqlite_file import LazySqlite
+from ingest.sqlite_file import SqliteStore
 
 __all__ = ["EMBED_CACHE_FILE", "EmbeddingCache"]
 
@@ -30,16 +29,11 @@ def _key(model: str, text: str) -> bytes:
     return hashlib.sha256(f"{model}\0{text}".encode()).digest()
 
 
-class EmbeddingCache:
+class EmbeddingCache(SqliteStore):
     """float32 vectors by (model, text); safe across threads, the connection opens on first use."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._file = LazySqlite(self.path, _SCHEMA)
-        self._lock = self._file.lock
-
-    def _conn(self) -> sqlite3.Connection:
-        return self._file.conn()
+        super().__init__(path, _SCHEMA)
 
     def get(self, model: str, texts: Sequence[str], dim: int) -> dict[int, np.ndarray]:
         """Cached vectors by position in `texts`."""
@@ -71,6 +65,3 @@ class EmbeddingCache:
     def count(self) -> int:
         with self._lock:
             return int(self._conn().execute("SELECT count(*) FROM vectors").fetchone()[0])
-
-    def close(self) -> None:
-        self._file.close()

@@ -8,11 +8,10 @@ so a killed process leaves whole pages or nothing. Safe across threads and proce
 from __future__ import annotations
 
 import logging
-import sqlite3
 import zlib
 from pathlib import Path
 
-from ingest.sqlite_file import LazySqlite
+from ingest.sqlite_file import SqliteStore
 from ocr_engine.schema import Page
 
 __all__ = ["PAGE_CACHE_FILE", "SqlitePageCache"]
@@ -27,16 +26,11 @@ _SCHEMA = (
 )
 
 
-class SqlitePageCache:
+class SqlitePageCache(SqliteStore):
     """Pages by (doc_id, page number, engine key); the connection opens on first use per process."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._file = LazySqlite(self.path, _SCHEMA)
-        self._lock = self._file.lock
-
-    def _conn(self) -> sqlite3.Connection:
-        return self._file.conn()
+        super().__init__(path, _SCHEMA)
 
     def get(self, doc_id: str, number: int, engine_key: str) -> Page | None:
         with self._lock:
@@ -79,6 +73,3 @@ class SqlitePageCache:
         with self._lock:
             cursor = self._conn().execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
         return cursor.rowcount
-
-    def close(self) -> None:
-        self._file.close()

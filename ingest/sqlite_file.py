@@ -7,7 +7,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-__all__ = ["LazySqlite", "connect"]
+__all__ = ["LazySqlite", "SqliteStore", "connect"]
 
 
 def connect(path: Path, *, foreign_keys: bool = False) -> sqlite3.Connection:
@@ -43,3 +43,18 @@ class LazySqlite:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+class SqliteStore:
+    """Base of the caches kept in one SQLite file each: `_conn()` under `_lock`, `close()`."""
+
+    def __init__(self, path: Path, schema: str) -> None:
+        self.path = Path(path)
+        self._file = LazySqlite(self.path, schema)
+        self._lock = self._file.lock
+
+    def _conn(self) -> sqlite3.Connection:
+        return self._file.conn()
+
+    def close(self) -> None:
+        self._file.close()
