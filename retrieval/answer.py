@@ -210,9 +210,7 @@ def cite(
         regions=where.regions,
         quote=quote_text,
         score=hit.score,
-        page_image_url=f"{where.page_url(chunk.doc_id)}.png",
-        highlight_url=where.highlight_url(chunk.doc_id),
-        viewer_url=where.viewer_url(chunk.doc_id),
+        **where.links(chunk.doc_id),
         support=support,
     )
 

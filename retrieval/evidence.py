@@ -14,8 +14,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import quote
 
+from retrieval.links import CitationLinks, citation_links, page_image_url
 from retrieval.schema import BBox, Chunk, ChunkLine, Region, union_bbox
 from retrieval.text_terms import sentence_spans, stems
 
@@ -31,17 +31,13 @@ class Evidence:
     regions: list[Region]
     highlight: list[BBox]
 
-    def page_url(self, doc_id: str) -> str:
-        return f"/documents/{quote(doc_id, safe='')}/pages/{self.page}"
-
-    def highlight_param(self) -> str:
-        return ";".join(",".join(f"{v:.1f}" for v in box) for box in self.highlight)
-
     def highlight_url(self, doc_id: str) -> str:
-        return f"{self.page_url(doc_id)}.png?highlight={self.highlight_param()}"
+        """The image of the first page with the evidence drawn."""
+        return page_image_url(doc_id, self.page, self.highlight)
 
-    def viewer_url(self, doc_id: str) -> str:
-        return f"{self.page_url(doc_id)}/view?highlight={self.highlight_param()}"
+    def links(self, doc_id: str) -> CitationLinks:
+        """Every link a citation of this evidence in document `doc_id` carries (unsigned)."""
+        return citation_links(doc_id, self.page, self.bbox, self.regions, self.highlight)
 
     def followed_by(self, after: Evidence) -> Evidence:
         """This evidence and `after` (what follows it in the document) as one: a region per

@@ -127,6 +127,13 @@ class LlmFailure(BaseModel):
     message: str
 
 
+class PageHighlight(BaseModel):
+    """A page a citation's evidence is on, and the link of its image with the evidence drawn."""
+
+    page: int = Field(ge=1)
+    highlight_url: str
+
+
 class Citation(BaseModel):
     n: int = Field(ge=1, description="the [n] marker in the answer text")
     doc_id: str
@@ -139,6 +146,14 @@ class Citation(BaseModel):
     page_image_url: str
     highlight_url: str
     viewer_url: str
+    crop_url: str = Field(description="the image of `bbox` with a margin, the evidence drawn")
+    page_highlights: list[PageHighlight] = Field(
+        default_factory=list,
+        description="each page of `regions` with its evidence drawn (`page` first)",
+    )
+    page_url_template: str = Field(
+        description="the image of any page of the document: replace `{n}` with its number"
+    )
     support: Support | None = Field(
         default=None, description="generated answers: the weakest check of the kept sentences"
     )

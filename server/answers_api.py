@@ -18,6 +18,7 @@ answer is extractive (`mode: "extractive"`, no `llm_error`).
 Events come in that order: tokens, then citations, then done (or error, last). `done.answer` is
 the answer to show once it arrives: it has unsupported markers removed, and when the LLM fails
 part-way the tokens sent so far are followed by the extractive answer, which `done` carries alone.
+With an API key, the citations' links are signed so that they open without it (`retrieval.links`).
 Errors found before the stream starts (an invalid request) are ordinary JSON errors.
 """
 
@@ -39,9 +40,10 @@ from retrieval.generate import (
     answer_events,
     answer_response,
 )
+from retrieval.links import LinkSigner, sign_citations, sign_response
 from retrieval.schema import QueryRequest, QueryResponse, ScoredChunk
 from retrieval.search import InvalidQueryError, search_filter
-from server.deps import ApiError, Svc
+from server.deps import ApiError, Links, Svc
 
 __all__ = ["router"]
 
@@ -62,27 +64,29 @@ def _sse(kind: str, data: str) -> str:
     return f"event: {kind}\ndata: {data}\n\n"
 
 
-def _event_text(event: AnswerEvent) -> str:
+def _event_text(event: AnswerEvent, links: LinkSigner | None) -> str:
     if isinstance(event, TokenEvent):
         return _sse("token", json.dumps({"text": event.text}, ensure_ascii=False))
     if isinstance(event, CitationsEvent):
-        citations = [c.model_dump(mode="json") for c in event.citations]
+        signed = sign_citations(event.citations, links)
+        citations = [c.model_dump(mode="json") for c in signed]
         return _sse("citations", json.dumps({"citations": citations}, ensure_ascii=False))
     assert isinstance(event, DoneEvent)
-    return _sse("done", event.response.model_dump_json())
+    return _sse("done", sign_response(event.response, links).model_dump_json())
 
 
 @router.post("/query")
-async def query(req: QueryRequest, svc: Svc) -> QueryResponse:
+async def query(req: QueryRequest, svc: Svc, links: Links) -> QueryResponse:
     """Search, then answer from the hits: generated and checked with an LLM, else extractive."""
     hits = await _hits(req, svc)
-    return await answer_response(
+    response = await answer_response(
         req.question,
         hits,
         embedder=svc.embedder,
         llm=svc.settings.llm_options(),
         options=svc.retriever.answer_options(req),
     )
+    return sign_response(response, links)
 
 
 @router.post(
@@ -90,7 +94,7 @@ async def query(req: QueryRequest, svc: Svc) -> QueryResponse:
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "the answer as events"}},
 )
-async def query_stream(req: QueryRequest, svc: Svc) -> StreamingResponse:
+async def query_stream(req: QueryRequest, svc: Svc, links: Links) -> StreamingResponse:
     """As POST /query, streamed as server-sent events (the module docstring has the contract)."""
     hits = await _hits(req, svc)
 
@@ -103,7 +107,7 @@ async def query_stream(req: QueryRequest, svc: Svc) -> StreamingResponse:
                 llm=svc.settings.llm_options(),
                 options=svc.retriever.answer_options(req),
             ):
-                yield _event_text(event)
+                yield _event_text(event, links)
         except Exception:  # the response has begun: the failure is told in the stream
             log.exception("answer stream failed for %r", req.question)
             error = {"error": {"code": "internal_error", "message": "the answer failed"}}

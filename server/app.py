@@ -15,12 +15,14 @@ from pydantic import BaseModel, Field
 from ingest.records import DocStatus, DocumentRecord, PageRecord
 from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
+from retrieval.links import page_image_url, parse_boxes
 from retrieval.store import StoreError
 from server.answers_api import router as answers_router
 from server.crops import router as crops_router
 from server.deps import (
     ApiError,
     DocId,
+    Links,
     PageNumber,
     Svc,
     page_record_or_404,
@@ -32,7 +34,6 @@ from server.deps import (
 )
 from server.documents_api import router as documents_router
 from server.ingest_api import router as ingest_router
-from server.pages import parse_highlight
 from server.services import Services
 from server.web import router as web_router
 from server.wiring import QUERY_LIMITS, install_api
@@ -137,7 +138,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         page_record_or_404(svc, doc_id, n)
         use_dpi = render_dpi(svc, dpi, settings.render_dpi)
         with rendering_errors(doc_id, "invalid_highlight"):
-            boxes = parse_highlight(highlight)
+            boxes = parse_boxes(highlight)
             render = renderer.render(svc.files.pdf_path(doc_id), n, use_dpi)
             return png_response(render, boxes)
 
@@ -146,20 +147,26 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         doc_id: DocId,
         n: PageNumber,
         svc: Svc,
+        links: Links,
         highlight: Annotated[str | None, Query(max_length=4000)] = None,
+        exp: Annotated[int | None, Query(description="a signed link's expiry")] = None,
     ) -> HTMLResponse:
+        """The page image in an HTML page; with an API key its image link is signed (to expire
+        with this page's own signed link), since the page is opened as a link."""
         record = page_record_or_404(svc, doc_id, n)
         try:
-            parse_highlight(highlight)
+            image = page_image_url(doc_id, n, parse_boxes(highlight))
         except ValueError as exc:
             raise ApiError(422, "invalid_highlight", str(exc)) from None
-        query_part = f"?highlight={html.escape(highlight)}" if highlight else ""
+        if links is not None:
+            expires = links.expiry() if exp is None else min(exp, links.expiry())
+            image = links.sign(image, expires=expires)
         title = html.escape(f"{record.source} — page {n}")
         body = (
             f"<!doctype html><meta charset=utf-8><title>{title}</title>"
             f"<h1 style='font:16px sans-serif'>{title}</h1>"
             f"<img style='max-width:100%;border:1px solid #ccc' alt='{title}' "
-            f"src='/documents/{doc_id}/pages/{n}.png{query_part}'>"
+            f"src='{html.escape(image)}'>"
         )
         return HTMLResponse(body)
 

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
+from retrieval.links import parse_boxes
 from server.deps import (
     ApiError,
     DocId,
@@ -18,7 +19,7 @@ from server.deps import (
     render_dpi,
     rendering_errors,
 )
-from server.pages import BBox, parse_highlight
+from server.pages import BBox
 
 __all__ = ["CROP_DPI", "router"]
 
@@ -29,7 +30,7 @@ router = APIRouter()
 
 
 def _one_box(value: str) -> BBox:
-    boxes = parse_highlight(value)
+    boxes = parse_boxes(value)
     if len(boxes) != 1:
         raise ValueError("bbox needs exactly one box x0,y0,x1,y1")
     return boxes[0]
@@ -56,7 +57,7 @@ def page_crop(
     use_dpi = render_dpi(svc, dpi, min(CROP_DPI, svc.settings.max_render_dpi))
     try:
         region = _one_box(bbox)
-        boxes = parse_highlight(highlight)
+        boxes = parse_boxes(highlight)
     except ValueError as exc:
         raise ApiError(422, "invalid_highlight", str(exc)) from None
     x0, y0, x1, y1 = region

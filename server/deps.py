@@ -11,6 +11,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 
 from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
+from retrieval.links import LinkSigner
 from server.pages import BBox, PageOutOfRangeError, PageRenderer, Render, UnrenderablePageError
 from server.services import Services
 from server.settings import Settings
@@ -19,10 +20,12 @@ __all__ = [
     "DOC_ID_PATTERN",
     "ApiError",
     "DocId",
+    "Links",
     "PageNumber",
     "Renderer",
     "Svc",
     "error_response",
+    "get_links",
     "get_renderer",
     "get_services",
     "page_record_or_404",
@@ -59,6 +62,15 @@ def get_services(request: Request) -> Services:
 
 
 Svc = Annotated[Services, Depends(get_services)]
+
+
+def get_links(request: Request) -> LinkSigner | None:
+    """What signs citation links (set by `install_api`); None without an API key."""
+    links: LinkSigner | None = getattr(request.app.state, "links", None)
+    return links
+
+
+Links = Annotated[LinkSigner | None, Depends(get_links)]
 
 
 def error_response(

@@ -7,7 +7,6 @@ dpi asked is rendered at the largest whole dpi that fits, and the dpi used is re
 from __future__ import annotations
 
 import io
-import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -25,38 +24,10 @@ HIGHLIGHT_EDGE = (220, 38, 38, 255)
 DEFAULT_MAX_PIXELS = 20_000_000  # A3 or Tabloid at 300 dpi; 60 MB as RGB
 DEFAULT_CACHE_BYTES = 256 << 20
 _RECTS = 4096  # page sizes remembered, so that a cached render needs no PDF opened
-MAX_HIGHLIGHTS = 50
-MAX_COORDINATE = 14_400.0  # the largest page PDF allows, in points
 
 
 class PageOutOfRangeError(ValueError):
     """The document has no such page."""
-
-
-def parse_highlight(value: str | None) -> list[BBox]:
-    """`x0,y0,x1,y1[;x0,...]` -> boxes; raises ValueError with a message a user can act on."""
-    if not value:
-        return []
-    boxes: list[BBox] = []
-    for part in value.split(";"):
-        if not part.strip():
-            continue
-        numbers = part.split(",")
-        if len(numbers) != 4:
-            raise ValueError(f"highlight box {part!r} needs four numbers x0,y0,x1,y1")
-        try:
-            x0, y0, x1, y1 = (float(n) for n in numbers)
-        except ValueError:
-            raise ValueError(f"highlight box {part!r} has a value that is not a number") from None
-        if not all(math.isfinite(v) and abs(v) <= MAX_COORDINATE for v in (x0, y0, x1, y1)):
-            raise ValueError(
-                f"highlight box {part!r} is out of bounds: coordinates are PDF points "
-                f"within ±{MAX_COORDINATE:.0f}"
-            )
-        boxes.append((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
-    if len(boxes) > MAX_HIGHLIGHTS:
-        raise ValueError(f"at most {MAX_HIGHLIGHTS} highlight boxes per image")
-    return boxes
 
 
 class UnrenderablePageError(Exception):

@@ -5,6 +5,10 @@ data; the page asks its user for the key and sends it on every data request. Eve
 unknown routes and `/openapi.json`/`/docs` included, answers 401 in the one error shape with a
 `WWW-Authenticate: Bearer` header. CORS preflights (`OPTIONS`) are answered by the CORS
 middleware outside this one, so browsers can ask before they send the key.
+
+A signed citation link (`retrieval.links`: a page image, crop or viewer page with `exp` and
+`sig`) opens without the key until it expires; a tampered, expired or other page's signature is
+a 401 that says which.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import hmac
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from retrieval.links import LinkRefusedError, LinkSigner, carries_signature
 from server.deps import error_response
 
 __all__ = ["OPEN_PATHS", "OPEN_PREFIXES", "ApiKeyMiddleware", "is_open"]
@@ -41,13 +46,15 @@ def bearer_token(authorization: str | None) -> str | None:
 
 
 class ApiKeyMiddleware:
-    """Refuses requests without the right bearer token (compared in constant time)."""
+    """Refuses requests without the right bearer token (compared in constant time) unless,
+    given `links`, they are GETs of a link it signed that has not expired."""
 
-    def __init__(self, app: ASGIApp, *, api_key: str) -> None:
+    def __init__(self, app: ASGIApp, *, api_key: str, links: LinkSigner | None = None) -> None:
         if not api_key:
             raise ValueError("api_key must not be empty")
         self.app = app
         self._key = api_key.encode("utf-8")
+        self._links = links
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or is_open(scope["method"], scope["path"]):
@@ -58,7 +65,19 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         message = "missing API key" if token is None else "wrong API key"
-        response = error_response(
-            401, "unauthorized", f"{message}: send `Authorization: Bearer KEY`", CHALLENGE
-        )
+        message = f"{message}: send `Authorization: Bearer KEY`"
+        query = scope["query_string"].decode("latin-1")
+        if (
+            self._links is not None
+            and scope["method"] in ("GET", "HEAD")
+            and carries_signature(query)
+        ):
+            try:
+                self._links.check(scope["path"], query)
+            except LinkRefusedError as exc:
+                message = f"this link does not open: {exc.reason}; or {message}"
+            else:
+                await self.app(scope, receive, send)
+                return
+        response = error_response(401, "unauthorized", message, CHALLENGE)
         await response(scope, receive, send)

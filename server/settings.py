@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ocr_engine.options import DEFAULT_OCR_MODEL, ExtractOptions, OcrMode, VLLMOptions
 from retrieval.answer import DENSE_POOL
+from retrieval.links import DEFAULT_LINK_TTL_S, LinkSigner
 from retrieval.llm import DEFAULT_LLM_MODEL, LlmOptions
 
 
@@ -62,6 +63,12 @@ class Settings(BaseSettings):
         default=None,
         description="when set, every route but /health and the web page shell needs "
         "`Authorization: Bearer KEY`; blank: no auth",
+    )
+    link_ttl_s: int = Field(
+        default=DEFAULT_LINK_TTL_S,
+        ge=60,
+        le=366 * 24 * 3600,
+        description="with an API key: how long a citation's signed links open without it",
     )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
@@ -156,6 +163,12 @@ class Settings(BaseSettings):
                 max_in_flight=self.ocr_max_in_flight,
             )
         return ExtractOptions(ocr=self.ocr, vllm=vllm)
+
+    def link_signer(self) -> LinkSigner | None:
+        """What signs citation links so that they open without the API key; None without one."""
+        if self.api_key is None:
+            return None
+        return LinkSigner.for_api_key(self.api_key.get_secret_value(), self.link_ttl_s)
 
     def llm_options(self) -> LlmOptions | None:
         """The chat endpoint for generated answers, or None when answers are extractive."""

@@ -1,5 +1,7 @@
 """What the API puts around its routes: errors, auth, CORS, limits, metrics, exports, OpenAPI.
 
+With an API key, `app.state.links` signs citation links (`deps.Links`); None without one.
+
 Middleware, outermost first: CORS (answers preflights, adds headers to every answer, 401s
 included) -> metrics (every request, by route template and status) -> API key -> body size
 (413 before an oversized body is read) -> catch-all (an unhandled exception becomes a logged 500
@@ -33,10 +35,14 @@ def install_api(app: FastAPI, services: Services) -> Metrics:
     install_openapi(app, settings)
     metrics = Metrics(services)
     app.state.metrics = metrics
+    links = settings.link_signer()
+    app.state.links = links
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_upload_mb=settings.max_upload_mb)
     if settings.api_key is not None:
-        app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key.get_secret_value())
+        app.add_middleware(
+            ApiKeyMiddleware, api_key=settings.api_key.get_secret_value(), links=links
+        )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     if settings.cors_origins:
         app.add_middleware(

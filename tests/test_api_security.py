@@ -1,14 +1,22 @@
-"""The API's edges through the real app: API key, CORS, limits, validation, one error shape,
-and an OpenAPI document where every route is typed and documents its errors."""
+"""The API's edges through the real app: API key, signed citation links, CORS, limits,
+validation, one error shape, and an OpenAPI document where every route is typed and documents
+its errors."""
 
 from __future__ import annotations
 
+import html
+import json
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from fastapi.testclient import TestClient
 
+from retrieval.links import LinkSigner
 from retrieval.search import Retriever
 from tests.apiapp import ApiApp, api_app
 
@@ -218,6 +226,98 @@ def test_openapi_types_every_route_and_documents_the_error_shape(guarded: ApiApp
     assert "GET /metrics" in docs
 
 
+QUESTION = {"question": "Kelud volcano erupted in February 2014 and ash fell on Yogyakarta"}
+
+
+def _links(citation: dict[str, Any]) -> list[str]:
+    """Every link a citation carries that names one page."""
+    named = ["page_image_url", "highlight_url", "viewer_url", "crop_url"]
+    return [citation[k] for k in named] + [p["highlight_url"] for p in citation["page_highlights"]]
+
+
+def _viewer_image(page: str) -> str:
+    """The src of the one image of a viewer page."""
+    (src,) = re.findall(r"<img [^>]*src='([^']*)'", page)
+    return html.unescape(src)
+
+
+def _opens(client: TestClient, url: str) -> bytes:
+    """The body of `url` fetched as a link is: no Authorization header; a PNG or the viewer."""
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.text)
+    kind = response.headers["content-type"]
+    assert kind == "image/png" if ".png" in url else kind.startswith("text/html"), (url, kind)
+    return response.content
+
+
+def test_citation_links_open_without_the_key_until_tampered_or_expired(guarded: ApiApp) -> None:
+    client, doc = guarded.client, guarded.doc_id
+    answer = client.post("/query", json=QUESTION, headers=AUTH).json()
+    citations = answer["citations"]
+    assert citations, answer
+    now = time.time()
+    for citation in citations:
+        for url in _links(citation):
+            assert "&exp=" in url or "?exp=" in url, url
+            exp = int(parse_qs(urlsplit(url).query)["exp"][0])
+            assert abs(exp - (now + 7 * 24 * 3600)) < 60  # FOLIO_LINK_TTL_S's default
+            body = _opens(client, url)
+            if "/view" in url:  # opened as a link, the viewer's own image opens too
+                assert _opens(client, _viewer_image(body.decode())).startswith(b"\x89PNG")
+        template = citation["page_url_template"]
+        assert client.get(template.replace("{n}", "2"), headers=AUTH).status_code == 200
+        assert client.get(template.replace("{n}", "2")).status_code == 401  # names no page
+
+    link, page = citations[0]["highlight_url"], citations[0]["page"]
+    exp = parse_qs(urlsplit(link).query)["exp"][0]
+    signer = LinkSigner.for_api_key(KEY)
+    unsigned = link.split("&exp=")[0]
+    refused = {
+        "another page": link.replace(f"/pages/{page}.png", f"/pages/{page % 3 + 1}.png"),
+        "another route": f"/documents/{doc}/json?" + link.split("?", 1)[1],
+        "another box": link.replace("highlight=", "highlight=1,1,2,2;"),
+        "a later expiry": link.replace(f"exp={exp}", f"exp={int(exp) + 3600}"),
+        "an expired link": signer.sign(unsigned, expires=int(now) - 1),
+        "another key": LinkSigner.for_api_key("not-the-key").sign(unsigned),
+        "no signature": unsigned,
+    }
+    for what, url in refused.items():
+        response = client.get(url)
+        error = _is_error(response, 401, "unauthorized")
+        assert response.headers["www-authenticate"].startswith("Bearer"), what
+        if what == "an expired link":
+            assert "expired" in error["message"]
+        elif what == "another route":
+            assert "page images, crops and viewer pages only" in error["message"]
+        elif what != "no signature":
+            assert "signature does not match" in error["message"], (what, error)
+    for url in (unsigned, link, refused["an expired link"]):  # the key still opens everything
+        assert client.get(url, headers=AUTH).status_code == 200
+    assert client.get(link, headers={"Authorization": "Bearer stale"}).status_code == 200
+
+
+def test_streamed_citations_are_signed_too(guarded: ApiApp) -> None:
+    stream = guarded.client.post("/query/stream", json=QUESTION, headers=AUTH)
+    events = dict(re.findall(r"event: (\w+)\ndata: (.*)\n", stream.text))
+    listed = json.loads(events["citations"])["citations"]
+    done = json.loads(events["done"])["citations"]
+    assert listed and [c["highlight_url"] for c in listed] == [c["highlight_url"] for c in done]
+    for url in _links(listed[0]):
+        _opens(guarded.client, url)
+
+
+def test_without_a_key_links_are_unsigned_as_before(open_app: ApiApp) -> None:
+    client = open_app.client
+    citations = client.post("/query", json=QUESTION).json()["citations"]
+    assert citations
+    for url in _links(citations[0]):
+        assert "exp=" not in url and "sig=" not in url
+        body = _opens(client, url)
+        if "/view" in url:
+            image = _viewer_image(body.decode())
+            assert "sig=" not in image and _opens(client, image).startswith(b"\x89PNG")
+
+
 def test_blank_api_key_means_no_auth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from server.settings import Settings
 
@@ -226,5 +326,9 @@ def test_blank_api_key_means_no_auth(tmp_path: Path, monkeypatch: pytest.MonkeyP
     settings = Settings(data_dir=tmp_path)
     assert settings.api_key is None
     assert settings.cors_origins == ["https://a.example", "https://b.example"]
+    assert settings.link_signer() is None
     monkeypatch.setenv("FOLIO_API_KEY", "k")
     assert Settings(data_dir=tmp_path).api_key is not None
+    monkeypatch.setenv("FOLIO_LINK_TTL_S", "3600")
+    signer = Settings(data_dir=tmp_path).link_signer()
+    assert signer is not None and signer.ttl_s == 3600

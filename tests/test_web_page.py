@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 import pymupdf
@@ -29,7 +29,7 @@ from PIL import Image
 
 from ocr_engine.options import OcrMode
 from retrieval.embedder import SentenceTransformerEmbedder
-from server.pages import parse_highlight
+from retrieval.links import highlight_of
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.llm_stub import Behaviour, LlmStub
@@ -220,7 +220,7 @@ def _highlight_boxes(base: str, question: str) -> tuple[dict[str, Any], list[Any
     with httpx.Client(base_url=base, timeout=60) as client:
         cited = client.post("/query", json={"question": question, "top_k": 5}).json()
     first = cited["citations"][0]
-    return first, parse_highlight(parse_qs(urlsplit(first["highlight_url"]).query)["highlight"][0])
+    return first, highlight_of(first["highlight_url"])
 
 
 def test_upload_ask_and_see_the_cited_region_highlighted(

@@ -13,19 +13,6 @@ let current = null; // the AbortController of the question being answered
 let cropUrls = [];
 let shownKey = ""; // which citations the list shows, so a repeat does not fetch crops again
 
-function enc(value) {
-  return encodeURIComponent(value);
-}
-
-function cropPath(citation) {
-  const bbox = citation.bbox.map((v) => Number(v).toFixed(1)).join(",");
-  const highlight = new URL(citation.highlight_url, window.location.origin).searchParams.get(
-    "highlight",
-  );
-  const path = `/documents/${enc(citation.doc_id)}/pages/${citation.page}/crop.png`;
-  return `${path}?bbox=${enc(bbox)}${highlight ? `&highlight=${enc(highlight)}` : ""}`;
-}
-
 /** The answer text as text nodes, each known [n] a link that opens its source on the page. */
 function renderAnswerText(text, citations) {
   const byN = new Map(citations.map((c) => [c.n, c]));
@@ -95,7 +82,7 @@ function citationItem(citation, signal) {
     ),
     el("blockquote", { class: "quote" }, citation.quote),
   );
-  imageUrl(cropPath(citation), signal)
+  imageUrl(citation.crop_url, signal)
     .then((url) => {
       if (signal.aborted) {
         URL.revokeObjectURL(url);

@@ -7,7 +7,8 @@ import { setText } from "./dom.js";
 const $ = (id) => document.getElementById(id);
 const pageSizes = new Map(); // doc_id -> Map(page -> {width, height}) in PDF points
 
-let state = null; // {docId, source, page, pages, highlights: Map(page -> url), quote, focus}
+// {docId, source, page, pages, highlights: Map(page -> url), template, quote, focus}
+let state = null;
 let shownUrl = null;
 let loading = null;
 
@@ -15,19 +16,10 @@ function enc(value) {
   return encodeURIComponent(value);
 }
 
-function regionParam(bbox) {
-  return bbox.map((v) => Number(v).toFixed(1)).join(",");
-}
-
-/** The page image URL of each cited page: the citation's own for its page, a region box else. */
+/** The image URL of each cited page, with the evidence drawn, as the API gives them. */
 function highlightsOf(citation) {
   const urls = new Map();
-  const base = `/documents/${enc(citation.doc_id)}/pages`;
-  for (const region of citation.regions || []) {
-    const boxes = (citation.regions || []).filter((r) => r.page === region.page);
-    const param = boxes.map((r) => regionParam(r.bbox)).join(";");
-    urls.set(region.page, `${base}/${region.page}.png?highlight=${enc(param)}`);
-  }
+  for (const cited of citation.page_highlights || []) urls.set(cited.page, cited.highlight_url);
   urls.set(citation.page, citation.highlight_url);
   return urls;
 }
@@ -61,7 +53,7 @@ async function show(page) {
   $("viewer-prev").disabled = page <= 1;
   $("viewer-next").disabled = Boolean(state.pages) && page >= state.pages;
   setText($("viewer-status"), "Loading the page…");
-  const url = state.highlights.get(page) || `/documents/${enc(state.docId)}/pages/${page}.png`;
+  const url = state.highlights.get(page) || state.template.replace("{n}", String(page));
   if (loading) loading.abort();
   const controller = new AbortController();
   loading = controller;
@@ -95,6 +87,7 @@ export async function openCitation(citation) {
     page0: citation.page,
     pages: 0,
     highlights: highlightsOf(citation),
+    template: citation.page_url_template,
     focus: citation.bbox,
     sizes: null,
   };
