@@ -306,19 +306,24 @@ def retry(
 def docs(
     data_dir: DataDir = None,
     failed: Annotated[bool, typer.Option("--failed", help="only documents that failed")] = False,
+    removed: Annotated[
+        bool, typer.Option("--removed", help="files removed while they stay in their folder")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="a JSON list on stdout")] = False,
 ) -> None:
-    """List the documents of the ledger with their status; `chunks` is counted in the index."""
+    """List the documents of the ledger with their status; `chunks` is counted in the index.
+    With --removed, the files removed by the user (restored by `folio ingest FILE`)."""
     from ingest.records import DocStatus
     from server.remote import RemoteFolio
 
     _setup_logging(False)
     status = DocStatus.failed if failed else None
     target = _open_or_remote(_settings(data_dir=data_dir), "docs")
+    if removed:
+        _removed(target, as_json)
+        return
     try:
-        if isinstance(
-            target, RemoteFolio
-        ):  # the server's ledger, which it keeps equal to its index
+        if isinstance(target, RemoteFolio):  # the server's ledger, kept equal to its index
             records = _remote_call(lambda: target.documents(status))
             points = {r.doc_id: r.chunks for r in records}
         else:
@@ -350,6 +355,25 @@ def docs(
         for error in row["errors"][:3]:
             typer.echo(f"{'':<38}{str(error)[:160]}")
     typer.echo(f"{len(rows)} documents", err=True)
+
+
+def _removed(target: Any, as_json: bool) -> None:
+    from server.remote import RemoteFolio
+
+    try:
+        if isinstance(target, RemoteFolio):
+            stones = _remote_call(target.removed)
+        else:
+            stones = target.ledger.tombstones.all()
+    finally:
+        target.close()
+    if as_json:
+        rows = [stone.model_dump(mode="json") for stone in stones]
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    for stone in stones:
+        typer.echo(f"{stone.removed_at:%Y-%m-%d %H:%M}  {stone.doc_id[:12]}  {shown(stone.path)}")
+    typer.echo(f"{len(stones)} removed files (`folio ingest FILE` restores one)", err=True)
 
 
 @app.command()

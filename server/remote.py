@@ -15,7 +15,7 @@ import httpx
 
 from ingest.events import IngestEvent
 from ingest.options import IngestSummary
-from ingest.records import DocStatus, DocumentRecord
+from ingest.records import DocStatus, DocumentRecord, Tombstone
 from retrieval.schema import QueryRequest, QueryResponse
 
 __all__ = ["RemoteError", "RemoteFolio"]
@@ -42,6 +42,10 @@ class RemoteFolio:
         params = {"status": status.value} if status is not None else {}
         rows = self._call("GET", "/documents", params=params).json()
         return [DocumentRecord.model_validate(row) for row in rows]
+
+    def removed(self) -> list[Tombstone]:
+        rows = self._call("GET", "/documents/removed").json()
+        return [Tombstone.model_validate(row) for row in rows]
 
     def query(self, request: QueryRequest) -> QueryResponse:
         body = request.model_dump(exclude_none=True)

@@ -3,19 +3,27 @@ are counted apart, and a file name with a newline stays on one line."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from ocr_engine.options import OcrMode
+from server.services import build_services
+from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf, random_bytes
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "FOLIO_OCR": "never"}
 
 
 def _ingest(folder: Path, data: Path) -> subprocess.CompletedProcess[str]:
+    return _folio("ingest", str(folder), "--data-dir", str(data))
+
+
+def _folio(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server", "ingest", str(folder), "--data-dir", str(data)],
+        [sys.executable, "-m", "server", *args],
         env=ENV,
         capture_output=True,
         text=True,
@@ -49,3 +57,15 @@ def test_counts_say_what_happened_to_each_file(tmp_path: Path) -> None:
     second = _ingest(folder, data)
     assert second.returncode == 0, second.stderr
     assert _summary(second) == "3 files: 1 new, 1 changed, 1 unchanged, 0 failed; 1 removed"
+
+    listed = _folio("docs", "--data-dir", str(data), "--json")
+    [volcano] = [row for row in json.loads(listed.stdout) if row["source"] == "volcano.pdf"]
+    services = build_services(Settings(data_dir=data, ocr=OcrMode.never), command="test")
+    try:
+        services.sync.remove(volcano["doc_id"])  # what the web page's Remove does
+    finally:
+        services.close()
+    removed = _folio("docs", "--data-dir", str(data), "--removed", "--json")
+    assert removed.returncode == 0, removed.stderr
+    [stone] = json.loads(removed.stdout)
+    assert stone["path"] == str(folder / "volcano.pdf") and stone["doc_id"] == volcano["doc_id"]
