@@ -117,9 +117,7 @@ def _ask(services: Any, q: Question, doc_ids: list[str] | None, cells: bool) -> 
     retriever = services.retriever
     req = QueryRequest(question=q.text, top_k=TOP_K, doc_ids=doc_ids)
     hits = retriever.search(q.text, TOP_K, search_filter(req))
-    options = replace(retriever.answer_options(req), min_support=0.0)
-    if not cells and hasattr(options, "cells"):
-        options = replace(options, cells=False)
+    options = replace(retriever.answer_options(req), min_support=0.0, cells=cells)
     answer = extractive_answer(q.text, hits, embedder=retriever.embedder, options=options)
     on_gold = any(Path(h.chunk.source).stem == q.doc and h.chunk.page in q.pages for h in hits)
     quote = answer.citations[0].quote if answer.citations else ""

@@ -9,6 +9,12 @@ it spans, not at the whole chunk; a lead-in ("... are as follows:") is cited wit
 introduces. When even the best of them is less like the question than `MIN_SUPPORT` (measured in
 docs/benchmarks.md against questions asked of the wrong documents), there is no answer: the
 documents do not answer the question.
+
+Table rows are never quoted as rows: each value cell is a candidate of its own, in words ("Net
+sales, 2023: 14,694 (in millions)", `retrieval.cells`), cited to the cell's box. A candidate
+where the question's measure and period meet (a sentence naming both; a cell whose row label
+holds a question term and whose column header names the question's year) weighs `_MEET` times
+as much.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from retrieval.cells import CellBox, TableCellText, is_table_row, periods, table_cells
 from retrieval.evidence import Evidence, locate
-from retrieval.schema import Chunk, Citation, ScoredChunk, Support
+from retrieval.schema import Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
 
 if TYPE_CHECKING:
@@ -49,6 +56,7 @@ _DENSE_KEEP = 0.8
 FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
+_MEET = 1.5
 
 PageRange = tuple[int | None, int | None]
 """First and last page (either open) that cited sentences must touch."""
@@ -60,13 +68,16 @@ class AnswerOptions:
     sentences by terms ranked again by embedding (0: by terms alone); cited on `pages` (a
     request's page filter) while any sentence is; `following` gives the chunks after a chunk in
     its document (a store lookup), for a lead-in whose table is not among the hits; below
-    `min_support` (the best pooled sentence's similarity to the question) there is no answer."""
+    `min_support` (the best pooled sentence's similarity to the question) there is no answer;
+    with `cells`, table rows are read as cells, boxed by `cell_box` (else by their row)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
     min_support: float = MIN_SUPPORT
     pages: PageRange = (None, None)
     following: Callable[[Chunk], Sequence[Chunk]] | None = None
+    cells: bool = True
+    cell_box: CellBox | None = None
 
 
 class Answer(NamedTuple):
@@ -88,20 +99,60 @@ class _Sentence:
     end: int
     text: str
     terms: frozenset[str]
+    cell: TableCellText | None = None
 
 
-def _candidates(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> list[_Sentence]:
-    """The sentences of the hits; with a page range, those with a line on one of its pages."""
+def _candidates(
+    hits: Sequence[ScoredChunk], pages: PageRange = (None, None), cells: bool = True
+) -> list[_Sentence]:
+    """The sentences of the hits, and with `cells` the value cells of their table rows in place
+    of the rows; with a page range, those with a line on one of its pages."""
     low, high = pages
     sentences = []
     for index, hit in enumerate(hits):
-        text = hit.chunk.text
+        chunk = hit.chunk
+        text = chunk.text
+        rows = [ln for ln in chunk.lines if is_table_row(text[ln.start : ln.end])] if cells else []
         for start, end in sentence_spans(text):
-            if (low or high) and not _on_pages(hit.chunk, start, end, low, high):
+            if (low or high) and not _on_pages(chunk, start, end, low, high):
+                continue
+            if any(ln.start < end and ln.end > start for ln in rows):
                 continue
             shown = " ".join(text[start:end].split())
             sentences.append(_Sentence(index, start, end, shown, frozenset(stems(shown))))
+        for cell in table_cells(chunk) if rows else []:
+            line = chunk.lines[cell.line]
+            if (low or high) and not _on_pages(chunk, line.start, line.end, low, high):
+                continue
+            terms = frozenset(stems(cell.text))
+            sentences.append(_Sentence(index, line.start, line.end, cell.text, terms, cell))
     return sentences
+
+
+def _meet(question: str, sentences: list[_Sentence]) -> list[float]:
+    """`_MEET` for a candidate where the question's measure and period meet, else 1: a
+    sentence naming the question's year and another question term; a cell whose column header
+    names the year and whose row label holds the question's terms best among such cells (by
+    IDF over the candidates, so a name on every row, such as the company's, counts little)."""
+    years = periods(question)
+    if not years:
+        return [1.0] * len(sentences)
+    measure = set(stems(question)) - years
+    df = Counter(t for s in sentences for t in s.terms & measure)
+
+    def label_weight(cell: TableCellText) -> float:
+        return sum(1.0 / df[t] for t in set(stems(cell.label)) & measure if df[t])
+
+    dated = [s.cell for s in sentences if s.cell is not None and periods(s.cell.header) & years]
+    best = max((label_weight(c) for c in dated), default=0.0)
+    factors = []
+    for s in sentences:
+        if s.cell is not None:
+            meets = s.cell in dated and best > 0 and label_weight(s.cell) >= best - 1e-9
+        else:
+            meets = bool(periods(s.text) & years and s.terms & measure)
+        factors.append(_MEET if meets else 1.0)
+    return factors
 
 
 def _on_pages(chunk: Chunk, start: int, end: int, low: int | None, high: int | None) -> bool:
@@ -191,12 +242,14 @@ def cite(
     *,
     support: Support | None = None,
     then: Sequence[Chunk] = (),
+    located: tuple[Evidence, str] | None = None,
 ) -> Citation:
     """`hit` cited as source `n`: boxed to the chunk lines that overlap the character `spans` of
-    its text, quoting them (in text order; a gap between them shown as an ellipsis); the whole of
-    each chunk in `then` (what the cited text introduces) is boxed and quoted after them."""
+    its text, quoting them (in text order; a gap between them shown as an ellipsis), unless
+    `located` says where and what; the whole of each chunk in `then` (what the cited text
+    introduces) is boxed and quoted after them."""
     chunk = hit.chunk
-    where, quote_text = _located(chunk, spans)
+    where, quote_text = located or _located(chunk, spans)
     for after in then:
         evidence, after_text = _located(after, [(0, len(after.text))])
         where = where.followed_by(evidence)
@@ -213,6 +266,16 @@ def cite(
         **where.links(chunk.doc_id),
         support=support,
     )
+
+
+def _cell_evidence(
+    chunk: Chunk, cell: TableCellText, options: AnswerOptions
+) -> tuple[Evidence, str]:
+    """Where a table cell is (its box, else its row's) and its words."""
+    line = chunk.lines[cell.line]
+    box = options.cell_box(chunk, line, cell.col) if options.cell_box else None
+    box = box or line.bbox
+    return Evidence(line.page, box, [Region(page=line.page, bbox=box)], [box]), cell.text
 
 
 def _located(chunk: Chunk, spans: Sequence[tuple[int, int]]) -> tuple[Evidence, str]:
@@ -235,12 +298,16 @@ def _cite_sentence(
     n: int,
     sentence: _Sentence,
     hits: Sequence[ScoredChunk],
-    following: Callable[[Chunk], Sequence[Chunk]] | None,
+    options: AnswerOptions,
 ) -> Citation:
     """The citation of an answer sentence; a lead-in ("... as follows:") is cited together with
-    what it introduces: the rest of its chunk, or else what follows the chunk."""
+    what it introduces: the rest of its chunk, or else what follows the chunk; a cell is cited
+    to its box and quoted in words."""
     hit = hits[sentence.hit]
     span = (sentence.start, sentence.end)
+    if sentence.cell is not None:
+        return cite(n, hit, [span], located=_cell_evidence(hit.chunk, sentence.cell, options))
+    following = options.following
     if not sentence.text.endswith((":", "：")):
         return cite(n, hit, [span])
     text = hit.chunk.text
@@ -309,10 +376,13 @@ def extractive_answer(
     answer (text None) without hits, or when no pooled sentence is as like the question as
     `options.min_support`."""
     top = list(hits[: options.max_hits])
-    sentences = _candidates(top, options.pages) or _candidates(top)
+    sentences = _candidates(top, options.pages, options.cells) or _candidates(
+        top, cells=options.cells
+    )
     if not sentences:
         return Answer(None, [], 0.0 if embedder is not None else None)
-    scores = _rank(question, top, sentences)
+    meet = _meet(question, sentences) if options.cells else [1.0] * len(sentences)
+    scores = [v * m for v, m in zip(_rank(question, top, sentences), meet, strict=True)]
     support: float | None = None
     if embedder is None:
         chosen = _select(sentences, scores, max_sentences)
@@ -321,11 +391,12 @@ def extractive_answer(
         chosen = _select(sentences, scores, max_sentences)
     else:
         scores, support = _dense(question, top, sentences, scores, embedder, options.dense_pool)
+        scores = [v * m for v, m in zip(scores, meet, strict=True)]
         chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
     if support is not None and support < options.min_support:
         return Answer(None, [], support)
     if not chosen:  # no lexical support at all: the best hit's opening sentence
         chosen = sentences[:1]
     text = " ".join(f"{s.text} [{n}]" for n, s in enumerate(chosen, 1))
-    citations = [_cite_sentence(n, s, top, options.following) for n, s in enumerate(chosen, 1)]
+    citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations, support)

@@ -15,6 +15,7 @@ from retrieval.answer import (
     extractive_answer,
     following_ids,
 )
+from retrieval.cells import CellBox
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
 from retrieval.schema import (
@@ -125,6 +126,7 @@ class Retriever:
     The extractive answer ranks its `dense_sentences` best sentences by terms again by their
     embedding similarity to the question (0: by terms alone); below `min_support` similarity
     for the best of them the documents do not answer the question (`mode: "not_found"`).
+    Table cells are cited to the boxes `cell_box` gives (the document JSON's), else their row's.
     """
 
     def __init__(
@@ -139,6 +141,7 @@ class Retriever:
         names: NamedDocuments | None = None,
         dense_sentences: int = DENSE_POOL,
         min_support: float = MIN_SUPPORT,
+        cell_box: CellBox | None = None,
     ) -> None:
         if embedder.dim != store.dim:
             raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
@@ -151,6 +154,7 @@ class Retriever:
         self.names = names
         self.dense_sentences = dense_sentences
         self.min_support = min_support
+        self.cell_box = cell_box
 
     def search(
         self, question: str, top_k: int, flt: SearchFilter | None = None
@@ -196,6 +200,7 @@ class Retriever:
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
             min_support=self.min_support,
+            cell_box=self.cell_box,
             pages=(req.page_from, req.page_to),
             following=self.following,
         )

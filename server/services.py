@@ -12,6 +12,7 @@ from ingest.page_cache import PAGE_CACHE_FILE, SqlitePageCache
 from ingest.passwords import PASSWORDS_FILE
 from ingest.pipeline import IngestOptions, Ingestor
 from ingest.sync import Sync
+from retrieval.cells import TableCellBoxes
 from retrieval.doc_names import NamedDocuments
 from retrieval.edge_store import EdgeStore
 from retrieval.embedder import Embedder, SentenceTransformerEmbedder
@@ -62,15 +63,21 @@ def open_store(settings: Settings, dim: int) -> VectorStore:
 
 
 def build_retriever(
-    settings: Settings, embedder: Embedder, store: VectorStore, ledger: Ledger
+    settings: Settings,
+    embedder: Embedder,
+    store: VectorStore,
+    ledger: Ledger,
+    files: DocumentFiles | None = None,
 ) -> Retriever:
     """The one search of a running folio: what `POST /query`, `folio query`, MCP and LlamaIndex's
-    `FolioRetriever` all use (documents a question names come from the ledger)."""
+    `FolioRetriever` all use (documents a question names come from the ledger; table cells
+    cited by their boxes in the documents' JSON, given `files`)."""
     return Retriever(
         embedder,
         store,
         names=NamedDocuments(ledger.sources),
         dense_sentences=settings.answer_dense_sentences,
+        cell_box=TableCellBoxes(files.load_document) if files is not None else None,
     )
 
 
@@ -143,6 +150,6 @@ def _build(
         events=events,
         ingestor=ingestor,
         sync=sync,
-        retriever=build_retriever(settings, embedder, store, ledger),
+        retriever=build_retriever(settings, embedder, store, ledger, files),
         lock=lock,
     )

@@ -1,0 +1,169 @@
+"""Table cells as answer candidates: a chunk's markdown rows read as a row label, the column's
+headers and a value, written in words ("Net sales, 2023: 14,694 (in millions)"), and the box of
+each cell in the document JSON.
+
+A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a separator row
+(`| --- |`) are its header (without one, the first row is). A body row's first non-numeric cell
+is its label; each of its other cells holding a digit is a candidate, with the header texts of its
+column (an empty cell of an upper header row takes the nearest header on its left, as a spanning
+header is written in its first column). The unit is the first parenthesis of the table's header
+or caption lines that names one ("(in millions)", "(Dollars in millions)").
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from threading import Lock
+
+from ocr_engine.schema import Document, TableCell
+from retrieval.schema import BBox, Chunk, ChunkLine
+
+__all__ = ["TableCellBoxes", "TableCellText", "is_table_row", "periods", "table_cells"]
+
+log = logging.getLogger(__name__)
+
+_SEPARATOR = re.compile(r"^:?-{2,}:?$")
+_UNIT = re.compile(r"\(([^()]*\b(?:millions?|thousands?|billions?|percent)\b[^()]*)\)", re.I)
+_NUMERIC = re.compile(r"^[\s$€£(+\-–—]*\d[\d.,]*\s*%?\)?\s*$")
+_YEAR = re.compile(r"(?<!\d)(?:FY\s?|fiscal\s(?:year\s)?)?((?:19|20)\d{2})(?!\d)", re.I)
+_SHORT_FY = re.compile(r"\bFY\s?'?(\d{2})\b", re.I)
+
+
+@dataclass(frozen=True)
+class TableCellText:
+    """A table cell read as an answer: which chunk line (row) and column it is, and its words."""
+
+    line: int
+    col: int
+    label: str
+    header: str
+    value: str
+    unit: str
+
+    @property
+    def text(self) -> str:
+        head = f"{self.label}, {self.header}" if self.header else self.label
+        unit = f" ({self.unit})" if self.unit else ""
+        return f"{head}: {self.value}{unit}"
+
+
+def is_table_row(text: str) -> bool:
+    """Whether a line is a markdown table row."""
+    stripped = text.strip()
+    return len(stripped) > 1 and stripped.startswith("|") and stripped.endswith("|")
+
+
+def _split(row: str) -> list[str]:
+    body = row.strip()[1:-1]
+    return [" ".join(c.replace("\\|", "|").split()) for c in re.split(r"(?<!\\)\|", body)]
+
+
+def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
+    """The header text of each column: its header cells top to bottom, upper rows' spans
+    carried right."""
+    per_col: list[list[str]] = [[] for _ in range(n_cols)]
+    for depth, row in enumerate(rows):
+        carried = ""
+        for col in range(n_cols):
+            text = row[col] if col < len(row) else ""
+            if text:
+                carried = text
+            elif depth < len(rows) - 1 and col > 0:
+                text = carried
+            if text and text not in per_col[col]:
+                per_col[col].append(text)
+    return [", ".join(parts) for parts in per_col]
+
+
+def table_cells(chunk: Chunk) -> list[TableCellText]:
+    """The value cells of the markdown rows among the chunk's lines."""
+    rows: list[tuple[int, list[str]]] = []
+    other: list[str] = []
+    for index, line in enumerate(chunk.lines):
+        text = chunk.text[line.start : line.end]
+        if is_table_row(text):
+            rows.append((index, _split(text)))
+        else:
+            other.append(text)
+    if not rows:
+        return []
+    n_cols = max(len(cells) for _, cells in rows)
+    separator = next(
+        (k for k, (_, cells) in enumerate(rows) if all(_SEPARATOR.match(c) for c in cells if c)),
+        None,
+    )
+    n_header = separator if separator is not None else 1
+    header_rows = [cells for _, cells in rows[:n_header]]
+    headers = _headers(header_rows, n_cols)
+    found = _UNIT.search(" ".join(other + [" ".join(c) for c in header_rows]))
+    unit = found.group(1).strip() if found else ""
+    body = rows[n_header + (separator is not None) :]
+    out = []
+    for index, cells in body:
+        label = next((c for c in cells if c and not _NUMERIC.match(c)), "")
+        if not label:
+            continue
+        start = cells.index(label) + 1
+        for col in range(start, len(cells)):
+            value = cells[col]
+            if value and any(ch.isdigit() for ch in value):
+                out.append(TableCellText(index, col, label, headers[col], value, unit))
+    return out
+
+
+def periods(text: str) -> set[str]:
+    """The years a text names: `2023`, `FY2023`, `FY 23` and `fiscal 2023` all give 2023."""
+    found = {m.group(1) for m in _YEAR.finditer(text)}
+    found |= {f"20{m.group(1)}" for m in _SHORT_FY.finditer(text)}
+    return found
+
+
+CellBox = Callable[[Chunk, ChunkLine, int], BBox | None]
+"""The box of column `col` of the table row a chunk line holds, when the document knows it."""
+
+
+class TableCellBoxes:
+    """Cell boxes from the document JSON (`load(doc_id)`, a KeyError when it is gone), the last
+    few documents' cells kept."""
+
+    def __init__(self, load: Callable[[str], Document], keep: int = 4) -> None:
+        self._load = load
+        self._keep = keep
+        self._cells: OrderedDict[str, dict[int, list[TableCell]]] = OrderedDict()
+        self._lock = Lock()
+
+    def _page_cells(self, doc_id: str) -> dict[int, list[TableCell]]:
+        with self._lock:
+            if doc_id in self._cells:
+                self._cells.move_to_end(doc_id)
+                return self._cells[doc_id]
+        try:
+            pages = self._load(doc_id).pages
+        except KeyError:  # removed since it was found: its rows are boxed instead
+            log.info("no document JSON for %s: table cells boxed by their rows", doc_id)
+            pages = []
+        cells = {
+            page.number: [c for block in page.blocks for c in block.cells if c.bbox is not None]
+            for page in pages
+        }
+        with self._lock:
+            self._cells[doc_id] = cells
+            while len(self._cells) > self._keep:
+                self._cells.popitem(last=False)
+        return cells
+
+    def __call__(self, chunk: Chunk, line: ChunkLine, col: int) -> BBox | None:
+        """The box of the cell in column `col` whose middle lies in the row `line` boxes."""
+        x0, y0, x1, y1 = line.bbox
+        for cell in self._page_cells(chunk.doc_id).get(line.page, []):
+            if cell.col != col or cell.bbox is None:
+                continue
+            cx = (cell.bbox[0] + cell.bbox[2]) / 2
+            cy = (cell.bbox[1] + cell.bbox[3]) / 2
+            if x0 - 1 <= cx <= x1 + 1 and y0 - 1 <= cy <= y1 + 1:
+                return cell.bbox
+        return None

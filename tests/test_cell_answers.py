@@ -1,0 +1,136 @@
+"""Answers from tables: the cell where the question's measure (row) and period (column) meet,
+written in words and cited to the cell's own box, never a raw markdown row."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from ingest.chunker import chunk_document
+from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
+from retrieval.answer import AnswerOptions, extractive_answer
+from retrieval.cells import TableCellBoxes, periods, table_cells
+from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.schema import Chunk, ScoredChunk
+
+HEADER = ["", "2023", "2022", "2021"]
+ROWS = [
+    ["Commercial Airplanes", "33,901", "25,867", "19,493"],
+    ["Boeing Capital", "199", "272", "261"],
+    ["Total revenues", "77,794", "66,608", "62,286"],
+]
+X = (72.0, 260.0, 340.0, 420.0, 500.0)  # column edges
+TOP, ROW_HEIGHT = 200.0, 14.0
+
+
+def _table_document() -> Document:
+    """One page: a caption naming the unit, then a 4-column table with a box for every cell."""
+    cells: list[TableCell] = []
+    lines: list[Line] = []
+    for r, row in enumerate([HEADER, *ROWS]):
+        y0 = TOP + r * ROW_HEIGHT
+        for c, text in enumerate(row):
+            box = (X[c] + 2, y0 + 1, X[c + 1] - 2, y0 + ROW_HEIGHT - 1)
+            cells.append(TableCell(row=r, col=c, text=text, bbox=box, header=r == 0))
+        row_text = "| " + " | ".join(v or " " for v in row) + " |"
+        lines.append(Line(text=row_text, bbox=(X[0] + 2, y0 + 1, X[-1] - 2, y0 + ROW_HEIGHT - 1)))
+    markdown = "\n".join([lines[0].text, "|" + " --- |" * 4, *(ln.text for ln in lines[1:])])
+    caption = Block(
+        id="p1-b0",
+        type=BlockType.caption,
+        bbox=(72, 180, 300, 192),
+        text="Table 2. Revenues (Dollars in millions)",
+        lines=[Line(text="Table 2. Revenues (Dollars in millions)", bbox=(72, 180, 300, 192))],
+    )
+    table = Block(
+        id="p1-b1",
+        type=BlockType.table,
+        bbox=(X[0], TOP, X[-1], TOP + 4 * ROW_HEIGHT),
+        text=markdown,
+        lines=lines,
+        cells=cells,
+    )
+    page = Page(
+        number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=[caption, table]
+    )
+    return Document(doc_id="t" * 64, source="revenues.pdf", page_count=1, pages=[page])
+
+
+DOCUMENT = _table_document()
+
+
+def _table_chunk() -> Chunk:
+    chunks = chunk_document(DOCUMENT, count_tokens=lambda t: len(t.split()))
+    [table] = [c for c in chunks if c.kind.startswith("table")]
+    return table
+
+
+def _cell_box(row: int, col: int) -> tuple[float, float, float, float]:
+    cell = next(c for c in DOCUMENT.pages[0].blocks[1].cells if (c.row, c.col) == (row, col))
+    assert cell.bbox is not None
+    return cell.bbox
+
+
+OPTIONS = AnswerOptions(cell_box=TableCellBoxes(lambda _doc_id: DOCUMENT))
+
+
+@cache
+def _model() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder()
+
+
+def test_rows_are_read_as_labelled_cells_with_their_column_and_unit() -> None:
+    cells = table_cells(_table_chunk())
+    assert [c.text for c in cells if c.label == "Total revenues"] == [
+        "Total revenues, 2023: 77,794 (Dollars in millions)",
+        "Total revenues, 2022: 66,608 (Dollars in millions)",
+        "Total revenues, 2021: 62,286 (Dollars in millions)",
+    ]
+    assert not any(c.label == "" or "|" in c.text for c in cells)
+
+
+@pytest.mark.parametrize(
+    ("text", "years"),
+    [
+        ("Boeing's total revenue in 2022", {"2022"}),
+        ("What is FY2023 adjusted EBITDA?", {"2023"}),
+        ("capex in FY 22 and fiscal year 2021", {"2022", "2021"}),
+        ("How many airplanes?", set()),
+    ],
+)
+def test_periods_of_a_question(text: str, years: set[str]) -> None:
+    assert periods(text) == years
+
+
+@pytest.mark.parametrize("embedded", [False, True])
+def test_the_cell_of_the_measure_and_period_is_the_answer_and_is_boxed(embedded: bool) -> None:
+    hits = [ScoredChunk(chunk=_table_chunk(), score=0.9)]
+    embedder = _model() if embedded else None
+    answer = extractive_answer(
+        "What was Boeing's total revenue in 2022?", hits, embedder=embedder, options=OPTIONS
+    )
+    assert answer.text is not None
+    assert answer.text.startswith("Total revenues, 2022: 66,608 (Dollars in millions) [1]")
+    first = answer.citations[0]
+    assert first.quote == "Total revenues, 2022: 66,608 (Dollars in millions)"
+    assert first.bbox == _cell_box(3, 2)  # the cell, not its row
+    assert [r.bbox for r in first.regions] == [_cell_box(3, 2)]
+    assert first.page == 1
+
+
+def test_answers_never_hold_a_raw_markdown_row() -> None:
+    hits = [ScoredChunk(chunk=_table_chunk(), score=0.9)]
+    for question in ("Boeing Capital revenues", "commercial airplanes", "revenues 2021 2023"):
+        answer = extractive_answer(question, hits, embedder=_model(), options=OPTIONS)
+        assert answer.text is not None and "|" not in answer.text
+        assert all("|" not in c.quote for c in answer.citations)
+
+
+def test_without_the_document_a_cell_is_boxed_by_its_row() -> None:
+    chunk = _table_chunk()
+    hits = [ScoredChunk(chunk=chunk, score=0.9)]
+    answer = extractive_answer("total revenues 2022", hits)
+    row = next(ln for ln in chunk.lines if "66,608" in chunk.text[ln.start : ln.end])
+    assert answer.citations[0].bbox == row.bbox
+    assert answer.citations[0].quote == "Total revenues, 2022: 66,608 (Dollars in millions)"
