@@ -179,6 +179,7 @@ def test_folio_docs_lists_failures_with_index_counts(
     ids = {name: str(r["doc_id"]) for name, r in _records(base).items()}
     counts = svc.store.doc_ids()
     svc.store.close()  # `folio docs` opens the index itself, as after `folio serve` stopped
+    svc.lock.release()
     runner = CliRunner()
     data_dir = str(svc.settings.data_dir)
     listing = runner.invoke(cli_app, ["docs", "--data-dir", data_dir, "--failed", "--json"])
