@@ -21,17 +21,20 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.retrieval_data import DATASETS, Case, Corpus, load_corpus
+from eval.retrieval_data import DATASETS, Case, Corpus, load_corpus, opaque_corpus
 from eval.retrieval_metrics import (
     Ranked,
     Scores,
+    answer_in,
     boxed_text,
     evidence_overlap,
     image_only_docs,
     score,
+    stated_amounts,
 )
 from retrieval.answer import DENSE_POOL
 from retrieval.links import highlight_of
@@ -93,22 +96,37 @@ def _cited_ok(citation: Any, case: Case, pdf: Path) -> bool | None:
     return None
 
 
-def citation_accuracy(
-    retriever: Any, corpus: Corpus, cases: Sequence[Case]
-) -> tuple[tuple[int, int], tuple[int, int]]:
-    """(correct, cited on a gold page) after a free search, and (correct, asked) when the search
-    is held to the gold page (localisation alone)."""
+@dataclass
+class CitationFigures:
+    """FinanceBench: the old word-overlap check and answer in citation, from `/query`'s path."""
+
+    overlap_free: tuple[int, int]
+    """(correct, cited on a gold page) after a free search."""
+    overlap_held: tuple[int, int]
+    """(correct, asked) with the search held to the gold page (localisation alone)."""
+    answer_in: tuple[int, int]
+    """(first citation's quote states the gold number, questions whose evidence states it)."""
+    asked: int
+
+
+def citation_accuracy(retriever: Any, corpus: Corpus, cases: Sequence[Case]) -> CitationFigures:
+    """The citation figures of `retriever` (the services' one: what `POST /query` runs)."""
     from retrieval.schema import QueryRequest
 
     pdfs = {p.stem: p for p in corpus.pdfs}
     ids = _doc_ids(retriever.store)
     free = [0, 0]
     held = [0, 0]
+    inside = [0, 0]
     for case in cases:
         if not case.evidence:
             continue
         stem = next(iter(case.docs))
         response = retriever.query(QueryRequest(question=case.question, top_k=5))
+        stated = stated_amounts(case.answer, "\n".join(text for _, text in case.evidence))
+        if stated:
+            inside[1] += 1
+            inside[0] += bool(response.citations) and answer_in(stated, response.citations[0].quote)
         for citation in response.citations:
             if Path(citation.source).stem not in case.docs:
                 continue
@@ -127,28 +145,31 @@ def citation_accuracy(
         held[1] += 1
         if response.citations:
             held[0] += bool(_cited_ok(response.citations[0], case, pdfs[stem]))
-    return (free[0], free[1]), (held[0], held[1])
+    asked = sum(1 for c in cases if c.evidence)
+    return CitationFigures((free[0], free[1]), (held[0], held[1]), (inside[0], inside[1]), asked)
 
 
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def _row(name: str, s: Scores, extra: str = "—") -> str:
+def _row(name: str, s: Scores) -> str:
     recalls = " | ".join(_fmt(s.page_recall[k]) for k in (1, 5, 10))
-    return f"| {name} | {recalls} | {_fmt(s.mrr10)} | {s.doc_recall5:.3f} | {extra} |"
+    return f"| {name} | {recalls} | {_fmt(s.mrr10)} | {s.doc_recall5:.3f} |"
 
 
-def _groups(corpus: Corpus) -> dict[str, Callable[[Case], bool]]:
+def _share(k: int, n: int) -> str:
+    return f"{k / n:.3f} ({k}/{n})" if n else "—"
+
+
+def _groups(corpus: Corpus, image_only: set[str]) -> dict[str, Callable[[Case], bool]]:
     groups: dict[str, Callable[[Case], bool]] = {}
-    if corpus.name == "mmlongbench":
-        image_only = image_only_docs(corpus.pdfs)
-        print(f"image-only documents (most pages without a text layer): {len(image_only)}")
+    if corpus.name.startswith("mmlongbench"):
         groups["text-layer docs"] = lambda c: not (c.docs & image_only)
         groups["image-only docs"] = lambda c: bool(c.docs & image_only)
         for source in ("Pure-text", "Table", "Chart", "Figure", "Layout"):
             groups[source] = lambda c, s=source: s in c.sources  # type: ignore[misc]
-    elif corpus.name == "docugami":
+    elif corpus.name.startswith("docugami"):
         for kind in sorted({s for c in corpus.cases for s in c.sources}):
             groups[kind] = lambda c, k=kind: k in c.sources  # type: ignore[misc]
     return groups
@@ -171,14 +192,112 @@ def _tune(store: Any, args: argparse.Namespace) -> None:
     print(f"hybrid search: {store.hybrid}")
 
 
+@dataclass
+class Variant:
+    """One run of a data set: its files under their real or opaque names."""
+
+    label: str
+    corpus: Corpus
+    rename: dict[str, str]
+    """Real PDF stem -> the stem the files carry in this run."""
+    real_pdfs: list[Path]
+
+
+def _variants(corpus: Corpus, names: str, work: Path) -> list[Variant]:
+    found = []
+    if names in ("real", "both"):
+        same = {p.stem: p.stem for p in corpus.pdfs}
+        found.append(Variant("real names", corpus, same, corpus.pdfs))
+    if names in ("opaque", "both"):
+        renamed, rename = opaque_corpus(corpus, work / "opaque" / corpus.name)
+        found.append(Variant("opaque names", renamed, rename, corpus.pdfs))
+    return found
+
+
+def _run(
+    variant: Variant, base: str, args: argparse.Namespace
+) -> tuple[list[tuple[str, list[Ranked]]], list[str], Any]:
+    """The ranked rows of one variant, its extra reports, and its folio index."""
+    from eval.retrieval_index import llamaindex_retriever, open_folio
+    from retrieval.doc_names import NamedDocuments
+    from retrieval.search import Retriever
+
+    corpus, cases = variant.corpus, variant.corpus.cases
+    index = open_folio(corpus.name, corpus.pdfs, args.work, ocr=args.ocr, seed=base)
+    services = index.services
+    _tune(services.store, args)
+    named = NamedDocuments(services.ledger.sources)
+    hybrid = Retriever(
+        services.embedder, services.store, names=named, dense_sentences=args.dense_sentences
+    )
+    unnamed = Retriever(services.embedder, services.store)
+    chunk_hits = Retriever(services.embedder, services.store, page_hits=False, names=named)
+    dense = Retriever(services.embedder, services.store, lexical=False, names=named)
+    tag = f" · {variant.label}"
+    rows: list[tuple[str, list[Ranked]]] = [
+        ("folio (hybrid)" + tag, _folio_ranked(hybrid, cases)),
+        ("folio (hybrid, no document names)" + tag, _folio_ranked(unnamed, cases)),
+        ("folio (hybrid, chunk hits)" + tag, _folio_ranked(chunk_hits, cases)),
+        ("folio (dense only)" + tag, _folio_ranked(dense, cases)),
+    ]
+    reports = [f"{variant.label}: folio index {index.pages} pages, OCR {args.ocr}"]
+    try:
+        if base == "financebench" and not args.no_citations:
+            reports.append(_financebench_citations(services.retriever, corpus, variant.label))
+        if base == "mmlongbench" and not args.no_citations:
+            reports.append(_mmlongbench_boxes(services, variant, args.data))
+    finally:
+        services.close()
+    if not args.skip_llamaindex:
+        recipe = llamaindex_retriever(corpus.name, corpus.pdfs, args.work, 4 * TOP_K)
+        rows.append(("LlamaIndex recipe" + tag, _llamaindex_ranked(recipe, cases)))
+    if index.failed:
+        reports.append(f"folio failed files ({variant.label}): {index.failed}")
+    return rows, reports, index
+
+
+def _financebench_citations(retriever: Any, corpus: Corpus, label: str) -> str:
+    f = citation_accuracy(retriever, corpus, corpus.cases)
+    return (
+        f"FinanceBench citations ({label}; the answer `POST /query` gives, top_k 5):\n"
+        f"- answer in the first citation: {_share(*f.answer_in)} of the questions whose gold "
+        f"evidence states the gold answer's number; {_share(f.answer_in[0], f.asked)} of all "
+        "questions\n"
+        f"- old word-overlap check (at least half of the boxed terms in the gold evidence text; "
+        f"a random line of the gold page passes it about half the time): first citation on a "
+        f"gold page after a free search {_share(*f.overlap_free)}; held to the gold page "
+        f"{_share(*f.overlap_held)}"
+    )
+
+
+def _mmlongbench_boxes(services: Any, variant: Variant, data: Path) -> str:
+    from dataclasses import replace
+
+    from eval.evidence_boxes import box_figures, load_box_cases
+
+    real = load_box_cases(data, variant.real_pdfs)
+    cases = [replace(c, doc=variant.rename[c.doc]) for c in real]
+    unanswerable = {c.question for c in variant.corpus.cases if c.answer == "Not answerable"}
+    image_only = image_only_docs(variant.corpus.pdfs)
+    return f"({variant.label}) " + box_figures(services, cases, unanswerable, image_only)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", choices=DATASETS, help="one set (default: each in turn)")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
     parser.add_argument("--ocr", choices=("never", "auto"), default="never")
+    parser.add_argument(
+        "--names",
+        choices=("real", "opaque", "both"),
+        default="both",
+        help="the files' real names, opaque ones (doc_0001.pdf, ...), or a run of each",
+    )
     parser.add_argument("--skip-llamaindex", action="store_true")
-    parser.add_argument("--no-citations", action="store_true", help="skip the citation check")
+    parser.add_argument(
+        "--no-citations", action="store_true", help="skip the citation and evidence-box checks"
+    )
     parser.add_argument("--rrf-k", type=int, help="override HybridParams.rrf_k (tuning)")
     parser.add_argument("--candidates", type=int, help="override HybridParams.candidates")
     parser.add_argument("--lexical-weight", type=float, help="override the lexical list's weight")
@@ -199,74 +318,56 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"skipped: {exc.filename} not found (the benchmark reads ../shared/data in place)")
         return 0
-    from eval.retrieval_index import llamaindex_retriever, open_folio
-    from retrieval.doc_names import NamedDocuments
-    from retrieval.search import Retriever
-
-    cases = corpus.cases
     started = time.perf_counter()
-    index = open_folio(corpus.name, corpus.pdfs, args.work, ocr=args.ocr)
-    services = index.services
-    _tune(services.store, args)
-    named = NamedDocuments(services.ledger.sources)
-    hybrid = Retriever(
-        services.embedder, services.store, names=named, dense_sentences=args.dense_sentences
-    )
-    unnamed = Retriever(services.embedder, services.store)
-    chunk_hits = Retriever(services.embedder, services.store, page_hits=False, names=named)
-    dense = Retriever(services.embedder, services.store, lexical=False, names=named)
-    rows: list[tuple[str, list[Ranked]]] = [
-        ("folio (hybrid)", _folio_ranked(hybrid, cases)),
-        ("folio (hybrid, no document names)", _folio_ranked(unnamed, cases)),
-        ("folio (hybrid, chunk hits)", _folio_ranked(chunk_hits, cases)),
-        ("folio (dense only)", _folio_ranked(dense, cases)),
-    ]
-    cite = ""
-    held = ""
-    if corpus.name == "financebench" and not args.no_citations:
-        (ok, n), (held_ok, held_n) = citation_accuracy(hybrid, corpus, cases)
-        cite = f"{ok / n:.3f} ({ok}/{n})" if n else "—"
-        held = f"{held_ok / held_n:.3f} ({held_ok}/{held_n})" if held_n else "—"
-    if not args.skip_llamaindex:
-        recipe = llamaindex_retriever(corpus.name, corpus.pdfs, args.work, 4 * TOP_K)
-        rows.append(("LlamaIndex recipe", _llamaindex_ranked(recipe, cases)))
-    services.close()
+    rows: list[tuple[str, list[Ranked]]] = []
+    reports: list[str] = []
+    variants = _variants(corpus, args.names, args.work)
+    for variant in variants:
+        got, said, _ = _run(variant, corpus.name, args)
+        rows.extend(got)
+        reports.extend(said)
+    cases = corpus.cases
     paged = sum(1 for c in cases if c.pages)
     print(
         f"\n{corpus.name} dev: {len(cases)} questions ({paged} with evidence pages) over "
-        f"{len(corpus.pdfs)} PDFs; folio index: {index.pages} pages, OCR {args.ocr}; "
-        f"{time.perf_counter() - started:.0f} s\n"
+        f"{len(corpus.pdfs)} PDFs; {time.perf_counter() - started:.0f} s\n"
     )
-    print("| system | page R@1 | page R@5 | page R@10 | MRR@10 | doc R@5 | citation region |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, ranked in rows:
-        extra = cite if name == "folio (hybrid)" and cite else "—"
-        print(_row(name, score(ranked, cases), extra))
-    if held:
-        print(f"\ncitation region with the search held to the gold page: {held}")
-    groups = _groups(corpus)
+    print("| system | page R@1 | page R@5 | page R@10 | MRR@10 | doc R@5 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for (name, ranked), variant in zip(rows, _row_variants(rows, variants), strict=True):
+        print(_row(name, score(ranked, variant.corpus.cases)))
+    image_only = image_only_docs(corpus.pdfs) if corpus.name == "mmlongbench" else set()
+    if image_only:
+        print(f"\nimage-only documents (most pages without a text layer): {len(image_only)}")
+    groups = _groups(corpus, image_only)
     if groups:
         metric = "page R@5" if paged else "doc R@5"
-        names = [name for name, _ in rows]
-        print(f"\n{metric} by group:\n")
-        print("| group | n | " + " | ".join(names) + " |")
-        print("|---|---:|" + "---:|" * len(names))
+        print(f"\n{metric} by group (real-name cases; opaque runs score the same questions):\n")
+        print("| group | n | " + " | ".join(name for name, _ in rows) + " |")
+        print("|---|---:|" + "---:|" * len(rows))
         for group, member in groups.items():
             chosen = [i for i, c in enumerate(cases) if member(c) and (c.pages or not paged)]
             if not chosen:
                 continue
             values = []
-            for _, ranked in rows:
-                s = score([ranked[i] for i in chosen], [cases[i] for i in chosen])
+            for (_, ranked), variant in zip(rows, _row_variants(rows, variants), strict=True):
+                mine = variant.corpus.cases
+                s = score([ranked[i] for i in chosen], [mine[i] for i in chosen])
                 values.append(s.page_recall[5] if paged else s.doc_recall5)
             print(f"| {group} | {len(chosen)} | " + " | ".join(_fmt(v) for v in values) + " |")
-    if index.failed:
-        print("\nfolio failed files:", index.failed)
+    for report in reports:
+        print(f"\n{report}")
     command = f"python -m eval retrieval --dataset {args.dataset} --data {args.data}"
+    command += f" --names {args.names}"
     if args.dense_sentences != DENSE_POOL:
         command += f" --dense-sentences {args.dense_sentences}"
     print(f"\ncommand: {command}")
     return 0
+
+
+def _row_variants(rows: list[tuple[str, list[Ranked]]], variants: list[Variant]) -> list[Variant]:
+    """The variant each row was ranked in (its label ends with the variant's)."""
+    return [next(v for v in variants if name.endswith(v.label)) for name, _ in rows]
 
 
 if __name__ == "__main__":

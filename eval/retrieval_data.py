@@ -9,11 +9,13 @@ from __future__ import annotations
 import ast
 import csv
 import fnmatch
+import hashlib
 import json
-from dataclasses import dataclass, field
+import shutil
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-__all__ = ["DATASETS", "Case", "Corpus", "load_corpus"]
+__all__ = ["DATASETS", "Case", "Corpus", "load_corpus", "opaque_corpus", "opaque_names"]
 
 DATASETS = ("financebench", "mmlongbench", "docugami")
 
@@ -29,6 +31,8 @@ class Case:
     """(1-based page, gold evidence text) pairs, FinanceBench only."""
     sources: list[str] = field(default_factory=list)
     """MMLongBench-Doc evidence_sources (Pure-text, Table, Chart, Figure, Layout)."""
+    answer: str = ""
+    """The gold answer (FinanceBench, MMLongBench-Doc: "Not answerable" when none)."""
 
 
 @dataclass
@@ -62,6 +66,7 @@ def _financebench(root: Path) -> Corpus:
                 {row["doc_name"]},
                 pages={page for page, _ in evidence},
                 evidence=evidence,
+                answer=str(row["answer"]),
             )
         )
     return Corpus("financebench", sorted((root / "pdfs").glob("*.pdf")), cases)
@@ -78,7 +83,8 @@ def _mmlongbench(root: Path) -> Corpus:
     for row in json.loads((root / "samples.json").read_text(encoding="utf-8")):
         pages = {int(p) for p in ast.literal_eval(row["evidence_pages"])}
         sources = [_SOURCE_NAMES.get(s, s) for s in ast.literal_eval(row["evidence_sources"])]
-        cases.append(Case(row["question"], {Path(row["doc_id"]).stem}, pages, sources=sources))
+        stem = Path(row["doc_id"]).stem
+        cases.append(Case(row["question"], {stem}, pages, sources=sources, answer=row["answer"]))
     return Corpus("mmlongbench", sorted((root / "documents").glob("*.pdf")), cases)
 
 
@@ -94,3 +100,26 @@ def _docugami(root: Path) -> Corpus:
             if docs:
                 cases.append(Case(row["Question"], docs, sources=[row["Question Type"]]))
     return Corpus("docugami", pdfs, cases)
+
+
+def opaque_names(pdfs: list[Path]) -> dict[str, str]:
+    """PDF stem -> `doc_0001`, … numbered in the order of the files' SHA-256 (not their names),
+    so the same files get the same names whatever they were called."""
+    digests = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest() for p in pdfs}
+    ordered = sorted(digests, key=lambda stem: (digests[stem], stem))
+    return {stem: f"doc_{i:04d}" for i, stem in enumerate(ordered, start=1)}
+
+
+def opaque_corpus(corpus: Corpus, folder: Path) -> tuple[Corpus, dict[str, str]]:
+    """`corpus` with its PDFs copied into `folder` under opaque names (the ingest records the
+    names it is given), its questions naming those files; and the map real stem -> opaque stem."""
+    names = opaque_names(corpus.pdfs)
+    folder.mkdir(parents=True, exist_ok=True)
+    pdfs = []
+    for pdf in corpus.pdfs:
+        copy = folder / f"{names[pdf.stem]}.pdf"
+        if not copy.is_file() or copy.stat().st_size != pdf.stat().st_size:
+            shutil.copyfile(pdf, copy)
+        pdfs.append(copy)
+    cases = [replace(c, docs={names.get(d, d) for d in c.docs}) for c in corpus.cases]
+    return Corpus(f"{corpus.name}-opaque", sorted(pdfs), cases), names

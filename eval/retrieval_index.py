@@ -51,9 +51,17 @@ def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str) -> str:
 
 
 def open_folio(
-    corpus: str, pdfs: list[Path], work: Path, *, ocr: str = "never", max_tokens: int = 256
+    corpus: str,
+    pdfs: list[Path],
+    work: Path,
+    *,
+    ocr: str = "never",
+    max_tokens: int = 256,
+    seed: str | None = None,
 ) -> FolioIndex:
-    """The folio index of `pdfs`, ingested now unless this key's directory already holds it."""
+    """The folio index of `pdfs`, ingested now unless this key's directory already holds it; a
+    new one starts its page cache from the indexes of `seed` (default `corpus`), whose pages are
+    keyed by the files' bytes, so the same files under other names are not read again."""
     from retrieval.embedder import SentenceTransformerEmbedder
     from server.services import build_services
     from server.settings import Settings
@@ -62,7 +70,7 @@ def open_folio(
     embedder = CachedEmbedder(inner, work / "embeddings.sqlite3")
     directory = work / _folio_key(corpus, ocr, max_tokens, inner.name)
     if not directory.exists():
-        _seed_page_cache(directory, sorted(work.glob(f"{corpus}-*/page_cache.sqlite3")))
+        _seed_page_cache(directory, sorted(work.glob(f"{seed or corpus}-*/page_cache.sqlite3")))
     settings = Settings(data_dir=directory, ocr=ocr, max_tokens=max_tokens)  # type: ignore[arg-type]
     services = build_services(settings, embedder=embedder)
     done = directory / _DONE
