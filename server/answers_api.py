@@ -14,6 +14,7 @@ answer is extractive (`mode: "extractive"`, no `llm_error`).
     event: citations  data: {"citations": [...]}     the citations, after the check
     event: done       data: {...}                    the full QueryResponse, as POST /query
     event: error      data: {"error": {"code", "message"}}   the stream failed; nothing follows
+                                                     (`shutting_down`: the server is stopping)
 
 Events come in that order: tokens, then citations, then done (or error, last). `done.answer` is
 the answer to show once it arrives: it has unsupported markers removed, and when the LLM fails
@@ -44,6 +45,7 @@ from retrieval.links import LinkSigner, sign_citations, sign_response
 from retrieval.schema import QueryRequest, QueryResponse, ScoredChunk
 from retrieval.search import InvalidQueryError, search_filter
 from server.deps import ApiError, Links, Svc
+from server.shutdown import StoppableStream
 
 __all__ = ["router"]
 
@@ -62,6 +64,11 @@ async def _hits(req: QueryRequest, svc: Svc) -> list[ScoredChunk]:
 
 def _sse(kind: str, data: str) -> str:
     return f"event: {kind}\ndata: {data}\n\n"
+
+
+_STOPPING = _sse(
+    "error", json.dumps({"error": {"code": "shutting_down", "message": "the server is stopping"}})
+)
 
 
 def _event_text(event: AnswerEvent, links: LinkSigner | None) -> str:
@@ -113,8 +120,9 @@ async def query_stream(req: QueryRequest, svc: Svc, links: Links) -> StreamingRe
             error = {"error": {"code": "internal_error", "message": "the answer failed"}}
             yield _sse("error", json.dumps(error))
 
-    return StreamingResponse(
+    return StoppableStream(
         events(),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        farewell=_STOPPING,
     )

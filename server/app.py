@@ -35,6 +35,7 @@ from server.deps import (
 from server.documents_api import router as documents_router
 from server.ingest_api import router as ingest_router
 from server.services import Services
+from server.shutdown import Stopping
 from server.web import router as web_router
 from server.wiring import QUERY_LIMITS, install_api
 
@@ -84,6 +85,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
 
     app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
     app.state.services = services
+    app.state.stopping = Stopping()
     app.include_router(documents_router)
     app.include_router(ingest_router)
     app.include_router(answers_router, dependencies=[QUERY_LIMITS])

@@ -427,9 +427,8 @@ def serve(
     ocr_url: OcrUrl = None,
 ) -> None:
     """Run the API (and the folder watcher with --watch)."""
-    import uvicorn
-
     from server.app import create_app
+    from server.shutdown import serve as serve_app
 
     _setup_logging(True)
     settings = _settings(
@@ -438,10 +437,7 @@ def serve(
     services = _open_services(settings, "serve")
     services.lock.announce(_url(settings.host, settings.port))
     services.embedder.embed_query("warm up")
-    try:
-        uvicorn.run(create_app(services), host=settings.host, port=settings.port)
-    finally:
-        services.close()
+    serve_app(create_app(services), host=settings.host, port=settings.port, close=services.close)
 
 
 def _url(host: str, port: int) -> str:

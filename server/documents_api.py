@@ -22,6 +22,7 @@ from ingest.records import (
     Tombstone,
 )
 from server.deps import ApiError, DocId, Svc, record_or_404
+from server.shutdown import StoppableStream
 
 __all__ = ["PDF_MAGIC", "UploadAccepted", "router"]
 
@@ -174,8 +175,9 @@ _SSE_DOC: dict[int | str, dict[str, Any]] = {
 
 @router.get("/events", response_class=StreamingResponse, responses=_SSE_DOC)
 def all_events(request: Request, svc: Svc) -> StreamingResponse:
-    """Every ingestion event as server-sent events (`event:` kind, `data:` JSON)."""
-    return StreamingResponse(
+    """Every ingestion event as server-sent events (`event:` kind, `data:` JSON); the stream
+    ends when the server stops."""
+    return StoppableStream(
         _stream(request, svc.events, None, until_finished=False),
         media_type="text/event-stream",
         headers=_SSE_HEADERS,
@@ -207,7 +209,7 @@ def document_events(
             error="; ".join(record.errors) or None,
         )
 
-    return StreamingResponse(
+    return StoppableStream(
         _stream(request, svc.events, doc_id, until_finished=not follow, snapshot=finished),
         media_type="text/event-stream",
         headers=_SSE_HEADERS,
