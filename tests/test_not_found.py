@@ -3,6 +3,7 @@ supports an answer (over real text, with the shipped embedding model), on every 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,10 +14,13 @@ from typer.testing import CliRunner
 
 from ocr_engine.options import OcrMode
 from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.generate import answer_response
+from retrieval.llm import LlmOptions
 from retrieval.schema import QueryRequest
 from server.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
+from tests.llm_stub import Behaviour, LlmStub
 from tests.loopback import sse_events
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_e2e import LiveServer
@@ -109,3 +113,17 @@ def test_the_retriever_says_not_found_too(served: tuple[Services, str]) -> None:
     response = services.retriever.query(QueryRequest(question=UNRELATED, top_k=3))
     assert (response.mode, response.answer, response.citations) == ("not_found", None, [])
     assert response.hits
+
+
+def test_the_llm_is_not_asked_when_nothing_supports_an_answer(
+    served: tuple[Services, str],
+) -> None:
+    services, _ = served
+    hits = services.retriever.search(UNRELATED, 3)
+    with LlmStub(Behaviour.mixed) as stub:
+        options = LlmOptions(url=stub.url, model="stub/instruct", timeout_s=30)
+        response = asyncio.run(
+            answer_response(UNRELATED, hits, embedder=services.embedder, llm=options)
+        )
+        assert stub.requests == []
+    assert (response.mode, response.answer, response.llm_error) == ("not_found", None, None)
