@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import FastAPI, Query
 from fastapi.responses import HTMLResponse, Response
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 
 from ingest.records import DocStatus, DocumentRecord, PageRecord
@@ -40,6 +41,8 @@ from server.web import router as web_router
 from server.wiring import QUERY_LIMITS, install_api
 
 log = logging.getLogger(__name__)
+
+DOCS_ASSETS = "/static/docs"  # under /static/: open without the API key, as the web page is
 
 
 class DocumentDetail(DocumentRecord):
@@ -83,7 +86,13 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
             worker.stop()
             unwatch()
 
-    app = FastAPI(title="folio", version="0.1.0", lifespan=lifespan)
+    app = FastAPIOffline(  # /docs and /redoc with their scripts served from a package, no CDN
+        title="folio",
+        version="0.1.0",
+        lifespan=lifespan,
+        static_url=DOCS_ASSETS,
+        swagger_ui_parameters={"validatorUrl": None},  # no badge fetched from the validator
+    )
     app.state.services = services
     app.state.stopping = Stopping()
     app.include_router(documents_router)
