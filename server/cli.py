@@ -64,12 +64,13 @@ def _busy(exc: Exception) -> NoReturn:
 def _build(settings: Any, command: str) -> Any:
     """The services; DataDirBusyError when another process holds the data directory, a clean
     exit when the index cannot be opened."""
+    from retrieval.embedder import EmbedderError
     from retrieval.store import StoreError
     from server.services import build_services
 
     try:
         return build_services(settings, command=command)
-    except StoreError as exc:
+    except (StoreError, EmbedderError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 

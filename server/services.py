@@ -15,7 +15,14 @@ from ingest.sync import Sync
 from retrieval.cells import TableCellBoxes
 from retrieval.doc_names import NamedDocuments
 from retrieval.edge_store import EdgeStore
+from retrieval.embed_service import EmbedServiceOptions, HttpEmbedder
 from retrieval.embedder import Embedder, SentenceTransformerEmbedder
+from retrieval.index_meta import (
+    IndexModel,
+    QdrantCluster,
+    check_edge_model,
+    precheck_edge_model,
+)
 from retrieval.search import Retriever
 from retrieval.store import VectorStore
 from server.datadir import DataDirLock
@@ -42,14 +49,47 @@ class Services:
             self.ingestor.close()
             self.store.close()
             self.ledger.close()
+            if isinstance(self.embedder, HttpEmbedder):
+                self.embedder.close()
         finally:
             self.lock.release()
 
 
-def open_store(settings: Settings, dim: int) -> VectorStore:
-    """The Qdrant server when FOLIO_QDRANT_URL is set, else Qdrant Edge under the data dir."""
+def build_embedder(settings: Settings) -> Embedder:
+    """The embeddings endpoint when FOLIO_EMBED_URL is set, else the shipped model in-process."""
+    if settings.embed_url is None:
+        return SentenceTransformerEmbedder(batch_size=settings.embed_batch_size)
+    assert settings.embed_model is not None  # the settings refuse a URL without a model
+    return HttpEmbedder(
+        EmbedServiceOptions(
+            url=settings.embed_url,
+            model=settings.embed_model,
+            api_key=settings.embed_api_key,
+            batch_size=settings.embed_batch_size,
+            max_in_flight=settings.embed_max_in_flight,
+            timeout_s=settings.embed_timeout_s,
+            tokenizer=settings.embed_tokenizer,
+        )
+    )
+
+
+def open_store(settings: Settings, dim: int, *, model: str | None = None) -> VectorStore:
+    """The Qdrant server when FOLIO_QDRANT_URL is set, else Qdrant Edge under the data dir; given
+    `model`, the index's recorded embedding model must be it (EmbedderMismatchError names both)."""
     if settings.qdrant_url is None:
-        return EdgeStore(settings.data_dir / "index", dim=dim)
+        index = settings.data_dir / "index"
+        wanted = IndexModel(model=model, dim=dim) if model is not None else None
+        if wanted is not None:
+            precheck_edge_model(index, wanted)
+        store = EdgeStore(index, dim=dim)
+        if wanted is None:
+            return store
+        try:
+            check_edge_model(index, wanted, empty=store.count() == 0)
+        except BaseException:
+            store.close()
+            raise
+        return store
     from retrieval.qdrant_store import QdrantServerStore  # qdrant-client takes seconds to import
 
     api_key = settings.qdrant_api_key
@@ -59,6 +99,13 @@ def open_store(settings: Settings, dim: int) -> VectorStore:
         collection=settings.qdrant_collection,
         api_key=api_key.get_secret_value() if api_key is not None else None,
         timeout_s=settings.qdrant_timeout_s,
+        model=model,
+        cluster=QdrantCluster(
+            shards=settings.qdrant_shards,
+            replicas=settings.qdrant_replicas,
+            write_consistency=settings.qdrant_write_consistency,
+            ordering=settings.qdrant_write_ordering,
+        ),
     )
 
 
@@ -120,8 +167,13 @@ def _build(
     embedder: Embedder | None,
     options: IngestOptions | None,
 ) -> Services:
-    embedder = embedder or SentenceTransformerEmbedder(batch_size=settings.embed_batch_size)
-    store = open_store(settings, embedder.dim)
+    embedder = embedder or build_embedder(settings)
+    try:
+        store = open_store(settings, embedder.dim, model=embedder.name)
+    except BaseException:
+        if isinstance(embedder, HttpEmbedder):
+            embedder.close()
+        raise
     ledger = Ledger(settings.data_dir)
     files = DocumentFiles(settings.data_dir)
     events = EventHub()

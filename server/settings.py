@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ocr_engine.options import DEFAULT_OCR_MODEL, ExtractOptions, OcrMode, VLLMOptions
 from retrieval.answer import DENSE_POOL
+from retrieval.index_meta import WriteOrder
 from retrieval.links import DEFAULT_LINK_TTL_S, LinkSigner
 from retrieval.llm import DEFAULT_LLM_MODEL, LlmOptions
 
@@ -91,6 +92,31 @@ class Settings(BaseSettings):
     qdrant_api_key: SecretStr | None = None
     qdrant_collection: str = Field(default="folio", pattern=r"^[A-Za-z0-9_-]{1,255}$")
     qdrant_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    qdrant_shards: int | None = Field(
+        default=None, ge=1, le=1024, description="shards of a new collection; unset: Qdrant's"
+    )
+    qdrant_replicas: int | None = Field(
+        default=None, ge=1, le=16, description="replicas of each shard of a new collection"
+    )
+    qdrant_write_consistency: int | None = Field(
+        default=None, ge=1, le=16, description="replicas that acknowledge a write (new collection)"
+    )
+    qdrant_write_ordering: WriteOrder = Field(
+        default=WriteOrder.medium, description="weak, medium (survives a leader's loss) or strong"
+    )
+
+    embed_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible /v1 base URL serving embeddings; unset: the shipped model",
+    )
+    embed_model: str | None = Field(default=None, description="with FOLIO_EMBED_URL: the model")
+    embed_api_key: SecretStr | None = None
+    embed_max_in_flight: int = Field(default=4, ge=1, le=256, description="requests at once")
+    embed_timeout_s: float = Field(default=30.0, gt=0, le=600, description="per request")
+    embed_tokenizer: Path | None = Field(
+        default=None,
+        description="model directory whose tokenizer.json bounds chunks; unset: the shipped one",
+    )
 
     ocr: OcrMode = Field(default=OcrMode.auto, description="which pages go to OCR")
     ocr_url: Annotated[list[str], NoDecode] = Field(
@@ -114,6 +140,9 @@ class Settings(BaseSettings):
     @field_validator(
         "qdrant_url",
         "qdrant_api_key",
+        "embed_url",
+        "embed_model",
+        "embed_api_key",
         "ocr_api_key",
         "api_key",
         "llm_url",
@@ -129,10 +158,16 @@ class Settings(BaseSettings):
     def _qdrant_url(cls, url: str | None) -> str | None:
         return _check_url(url) if url is not None else None
 
-    @field_validator("llm_url")
+    @field_validator("llm_url", "embed_url")
     @classmethod
     def _llm_url(cls, url: str | None) -> str | None:
         return _check_url(url) if url is not None else None
+
+    @model_validator(mode="after")
+    def _embed_model_named(self) -> Settings:
+        if self.embed_url is not None and self.embed_model is None:
+            raise ValueError("FOLIO_EMBED_URL needs FOLIO_EMBED_MODEL: the model it serves")
+        return self
 
     @field_validator("ocr", mode="before")
     @classmethod
