@@ -16,7 +16,7 @@ import os
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from retrieval.embedder import EmbedderError, default_model_path, model_name
 
@@ -124,3 +124,12 @@ class QdrantCluster(BaseModel):
     replicas: int | None = Field(default=None, ge=1, le=16)
     write_consistency: int | None = Field(default=None, ge=1, le=16)
     ordering: WriteOrder = WriteOrder.medium
+
+    @model_validator(mode="after")
+    def _enough_replicas(self) -> QdrantCluster:
+        if (self.write_consistency or 1) > (self.replicas or 1):
+            raise ValueError(
+                f"write consistency {self.write_consistency} needs as many replicas, "
+                f"not {self.replicas or 1}"
+            )
+        return self

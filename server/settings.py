@@ -164,9 +164,11 @@ class Settings(BaseSettings):
         return _check_url(url) if url is not None else None
 
     @model_validator(mode="after")
-    def _embed_model_named(self) -> Settings:
+    def _consistent(self) -> Settings:
         if self.embed_url is not None and self.embed_model is None:
             raise ValueError("FOLIO_EMBED_URL needs FOLIO_EMBED_MODEL: the model it serves")
+        if (self.qdrant_write_consistency or 1) > (self.qdrant_replicas or 1):
+            raise ValueError("FOLIO_QDRANT_WRITE_CONSISTENCY exceeds FOLIO_QDRANT_REPLICAS")
         return self
 
     @field_validator("ocr", mode="before")
