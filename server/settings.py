@@ -105,6 +105,12 @@ class Settings(BaseSettings):
         default=WriteOrder.medium, description="weak, medium (survives a leader's loss) or strong"
     )
 
+    broker_url: str | None = Field(
+        default=None,
+        description="redis:// URL of the Dramatiq broker: page windows go to `folio worker`s; "
+        "unset: read in this process",
+    )
+
     embed_url: str | None = Field(
         default=None,
         description="OpenAI-compatible /v1 base URL serving embeddings; unset: the shipped model",
@@ -143,6 +149,10 @@ class Settings(BaseSettings):
         "embed_url",
         "embed_model",
         "embed_api_key",
+        "broker_url",
+        "qdrant_shards",
+        "qdrant_replicas",
+        "qdrant_write_consistency",
         "ocr_api_key",
         "api_key",
         "llm_url",
@@ -162,6 +172,16 @@ class Settings(BaseSettings):
     @classmethod
     def _llm_url(cls, url: str | None) -> str | None:
         return _check_url(url) if url is not None else None
+
+    @field_validator("broker_url")
+    @classmethod
+    def _broker_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("redis", "rediss") or not parts.hostname:
+            raise ValueError(f"{url!r} is not a redis:// or rediss:// URL with a host")
+        return url.strip()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:

@@ -91,9 +91,9 @@ def test_every_dependency_has_a_healthcheck_and_images_are_pinned(
 ) -> None:
     services = compose["services"]
     for name, service in services.items():
-        if "image" in service and name != "folio":
+        if "image" in service and not service["image"].startswith("folio:"):
             assert not service["image"].endswith(":latest") and ":" in service["image"], name
-        if name != "folio":
+        if "build" not in service:  # a built folio has the Dockerfile's HEALTHCHECK
             assert service["healthcheck"]["test"][0] == "CMD", name
     assert "/readyz" in " ".join(services["qdrant"]["healthcheck"]["test"])
     assert services["llm"]["profiles"] == ["llm"]
@@ -116,3 +116,76 @@ def test_the_optional_llm_serves_the_model_folio_asks_for(
     monkeypatch.setenv("FOLIO_LLM_MODEL", "Qwen/Qwen2.5-7B-Instruct")
     options = Settings().llm_options()
     assert options is not None and urlsplit(options.url).hostname == "llm"
+
+
+SCALE = {
+    "redis",
+    "qdrant-1",
+    "qdrant-2",
+    "qdrant-3",
+    "ocr",
+    "embed",
+    "folio-coordinator",
+    "folio-worker",
+}
+
+
+def _env_settings(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Settings from a service's environment, `${VAR:-default}` taken at its default."""
+    for name, value in env.items():
+        text = str(value)
+        if text.startswith("${") and ":-" in text:
+            text = text.split(":-", 1)[1].rstrip("}")
+        monkeypatch.setenv(name, text)
+    return Settings()
+
+
+def test_the_scale_profile_holds_a_queue_workers_a_qdrant_cluster_and_gpu_services(
+    compose: dict[str, Any],
+) -> None:
+    services = compose["services"]
+    scale = {name for name, s in services.items() if "scale" in s.get("profiles", [])}
+    assert scale == SCALE
+    for name in SCALE - {"folio-coordinator"}:
+        assert "ports" not in services[name], f"{name} publishes a port"
+    nodes = [services[f"qdrant-{i}"] for i in (1, 2, 3)]
+    for i, node in enumerate(nodes, start=1):
+        assert node["environment"]["QDRANT__CLUSTER__ENABLED"] == "true"
+        command = [str(part) for part in node["command"]]
+        assert command[command.index("--uri") + 1] == f"http://qdrant-{i}:6335"
+        assert ("--bootstrap" in command) == (i > 1)
+        if i > 1:
+            assert command[command.index("--bootstrap") + 1] == "http://qdrant-1:6335"
+    volumes = {v for node in nodes for v in node["volumes"]}
+    assert len(volumes) == 3  # a disk per peer
+    worker = services["folio-worker"]
+    assert worker["entrypoint"][:2] == ["folio", "worker"]
+    assert worker["deploy"]["replicas"] == "${FOLIO_WORKERS:-4}"
+    assert worker["volumes"] == ["folio-scale-data:/data:ro"]  # reads the PDFs, writes nothing
+    ocr = services["ocr"]
+    command = [str(part) for part in ocr["command"]]
+    (device,) = ocr["deploy"]["resources"]["reservations"]["devices"]
+    assert command[command.index("--data-parallel-size") + 1] == device["count"]
+    assert command[0] == services["vllm"]["command"][0]
+    embed = [str(part) for part in services["embed"]["command"]]
+    assert embed[embed.index("--runner") + 1] == "pooling"
+
+
+def test_the_coordinator_and_workers_point_at_the_scale_services(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = compose["services"]
+    coordinator = services["folio-coordinator"]
+    settings = _env_settings(coordinator["environment"], monkeypatch)
+    for url in (settings.broker_url, settings.qdrant_url, settings.embed_url):
+        assert url is not None and urlsplit(url).hostname in services
+        assert urlsplit(url).hostname in coordinator["depends_on"]
+    assert settings.extract_options().vllm is not None
+    assert urlsplit(settings.extract_options().vllm.urls[0]).hostname == "ocr"
+    assert settings.embed_model == str(services["embed"]["command"][0]).split(":-")[1].rstrip("}")
+    assert settings.qdrant_replicas is not None and settings.qdrant_replicas <= 3
+    assert (settings.qdrant_shards or 1) >= 3  # every peer holds shards
+    worker = services["folio-worker"]["environment"]
+    assert worker["FOLIO_BROKER_URL"] == coordinator["environment"]["FOLIO_BROKER_URL"]
+    data = next(v for v in coordinator["volumes"] if v.endswith(":/data"))
+    assert services["folio-worker"]["volumes"] == [f"{data}:ro"]
