@@ -45,10 +45,10 @@ from ingest.records import (
     Versions,
 )
 from ingest.staging import ChunkStaging
-from ocr_engine.extract import mark_repeated_furniture
+from ocr_engine.furniture import FurnitureMarker
 from ocr_engine.options import OcrMode
-from ocr_engine.reader import engine_key
-from ocr_engine.schema import SCHEMA_VERSION, Document, Page, PageStatus
+from ocr_engine.reader import TEXT_LAYER_ROUTE, engine_key
+from ocr_engine.schema import SCHEMA_VERSION, BlockType, Document, Page, PageStatus
 from retrieval.embedder import Embedder
 from retrieval.schema import CHUNK_SCHEMA_VERSION, Chunk
 from retrieval.store import VectorStore
@@ -78,6 +78,9 @@ class _Doc:
     unread: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     engines: set[str] = field(default_factory=set)
+    content: int = 0  # blocks of text to index
+    furniture: int = 0  # blocks of text marked as running headers, footers, page numbers
+    ocr_pages: int = 0  # pages sent to OCR
     writer: DocumentWriter | None = None
     error: BaseException | None = None
     extract_s: float = 0.0
@@ -255,6 +258,7 @@ class Ingestor:
         )
         chunk_windows = windows(1, info.page_count, self.options.window)
         parts = self._extracted(doc, source, password, chunk_windows)
+        furniture = FurnitureMarker(info.page_count)  # as `folio extract` marks it
         for first, last in chunk_windows:
             pages: list[Page] = []
             while len(pages) < last - first + 1:
@@ -267,9 +271,12 @@ class Ingestor:
                 return False
             if doc.error is not None:  # embedding failed: stop reading
                 return True
-            self._take_pages(doc, pages)
-            out.put(_Batch(doc, chunker.feed(pages), last))
-        out.put(_Batch(doc, chunker.finish(), info.page_count))
+            marked = furniture.feed(pages)  # the last pages wait for the evidence after them
+            self._take_pages(doc, marked)
+            out.put(_Batch(doc, chunker.feed(marked), marked[-1].number if marked else 0))
+        marked = furniture.finish()
+        self._take_pages(doc, marked)
+        out.put(_Batch(doc, chunker.feed(marked) + chunker.finish(), info.page_count))
         return True
 
     def _extracted(
@@ -288,8 +295,7 @@ class Ingestor:
             yield pending.popleft().result()
 
     def _take_pages(self, doc: _Doc, pages: list[Page]) -> None:
-        """Furniture, page records, the JSON file: everything a window of pages is needed for."""
-        mark_repeated_furniture(pages)
+        """Page records, the JSON file: everything a window of marked pages is needed for."""
         assert doc.writer is not None
         doc.writer.add(pages)
         self.ledger.record_pages(
@@ -309,6 +315,11 @@ class Ingestor:
             ],
         )
         doc.engines.update(engine_key(p.engine) for p in pages)
+        texts = [b.type for p in pages for b in p.blocks if b.text.strip()]
+        furniture = sum(t in (BlockType.page_header, BlockType.page_footer) for t in texts)
+        doc.furniture += furniture
+        doc.content += len(texts) - furniture
+        doc.ocr_pages += sum(p.route not in (None, TEXT_LAYER_ROUTE) for p in pages)
         doc.page_errors.extend(
             f"page {p.number}: {e.message}"
             for p in pages
@@ -485,11 +496,20 @@ class Ingestor:
         )
 
     def _no_text_reason(self, doc: _Doc) -> str:
+        """What left the document without text to index, in the user's terms."""
         reason = f"no text could be read from its {doc.pages} page(s)"
-        if doc.unread:
+        if doc.furniture and not doc.content:
+            reason = (
+                f"all the text of its {doc.pages} page(s) was classified as page furniture "
+                "(running headers, footers or page numbers repeated from page to page), "
+                "which is not indexed"
+            )
+        elif doc.unread:
             reason += f": image-only or scanned pages ({self._ocr_note()})"
-        else:
+        elif doc.ocr_pages or self.options.extract.ocr is OcrMode.never:
             reason += f" ({self._ocr_note()})"
+        else:
+            reason += ": they hold neither a text layer nor images to read"
         if doc.page_errors:
             reason += "; " + "; ".join(doc.page_errors[:3])
         if doc.warnings:

@@ -154,9 +154,8 @@ def classify(
     box = union(line.bbox for line in lines)
     text = " ".join(line.text for line in lines)
     size = max(line.size for line in lines)
-    if _is_furniture(lines, box, text, size, body, page_w, page_h) is not None:
-        kind = BlockType.page_header if box[3] <= page_h / 2 else BlockType.page_footer
-        return LayoutBlock(kind, lines)
+    if _in_margin(lines, box, page_w, page_h):
+        return LayoutBlock(BlockType.text, lines)
     if CAPTION_RE.match(text):
         return LayoutBlock(BlockType.caption, lines)
     level = _heading_level(lines, text, size, body)
@@ -178,25 +177,15 @@ def classify(
     return LayoutBlock(BlockType.text, lines)
 
 
-def _is_furniture(
-    lines: list[TextLine],
-    box: Box,
-    text: str,
-    size: float,
-    body: float,
-    page_w: float,
-    page_h: float,
-) -> bool | None:
+def _in_margin(lines: list[TextLine], box: Box, page_w: float, page_h: float) -> bool:
+    """A line or two in the top or bottom margin band, or vertical text along a side edge: plain
+    text (no heading of the ground truth sits there), furniture only if it repeats."""
     if not all(line.horizontal for line in lines) and (
         box[2] < 0.1 * page_w or box[0] > 0.9 * page_w
     ):
         return True
     in_band = box[3] <= MARGIN_BAND * page_h or box[1] >= (1 - MARGIN_BAND) * page_h
-    if not in_band or len(lines) > 2:
-        return None
-    # short text inside the margin band is running furniture, whatever its size: no heading
-    # of the ground truth sits there, while large running titles and cover labels do
-    return True
+    return in_band and len(lines) <= 2
 
 
 def font_family(font: str) -> str:

@@ -19,14 +19,22 @@ from ocr_engine.layout import (
     split_block,
 )
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
-from ocr_engine.tables import (
-    MIN_NUMERIC_TOKENS,
-    FoundTable,
-    find_tables,
-    find_unruled_tables,
-    numeric_tokens,
+from ocr_engine.tables import FoundTable, find_tables
+from ocr_engine.textlayer import (
+    Box,
+    LineKey,
+    PageFrame,
+    RawBlock,
+    TextLine,
+    Word,
+    WordKey,
+    image_boxes,
+    read_blocks,
+    read_words,
+    text_page,
+    union,
 )
-from ocr_engine.textlayer import Box, PageFrame, RawBlock, image_boxes, read_blocks
+from ocr_engine.unruled_tables import MIN_NUMERIC_TOKENS, find_unruled_tables, numeric_tokens
 
 __all__ = ["PyMuPDFEngine"]
 
@@ -50,6 +58,31 @@ def _filled(drawings: list[dict[str, Any]], frame: PageFrame) -> list[Box]:
     return out
 
 
+def _outside_tables(
+    line: TextLine, words: dict[LineKey, list[Word]], taken: frozenset[WordKey]
+) -> TextLine | None:
+    """The part of a line that no table holds: the whole line, none of it (None), or the words
+    the tables left, as a line of their own. Leaders and rules left beside a table go."""
+    mine = [w for key in line.keys for w in words.get(key, ())]
+    left = [w for w in mine if w.key not in taken]
+    if len(left) == len(mine):
+        return line
+    if not any(c.isalnum() for w in left for c in w.text):
+        return None
+    left.sort(key=lambda w: w.bbox[0] if line.horizontal else w.bbox[1])
+    return TextLine(
+        text=" ".join(w.text for w in left),
+        bbox=union(w.bbox for w in left),
+        size=line.size,
+        bold=line.bold,
+        mono=line.mono,
+        horizontal=line.horizontal,
+        font=line.font,
+        white=line.white,
+        keys=line.keys,
+    )
+
+
 def _rounded(box: Box) -> Box:
     return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
 
@@ -67,9 +100,11 @@ class PyMuPDFEngine:
         """One page as typed blocks in reading order, boxes in displayed-page points."""
         frame = PageFrame(page)
         width, height = frame.rect.width, frame.rect.height
-        raw_blocks = read_blocks(page, frame)
+        textpage = text_page(page)
+        raw_blocks = read_blocks(page, frame, textpage)
         drawings = page.get_cdrawings()
-        tables = self._tables(page, frame, raw_blocks, drawings) if self.detect_tables else []
+        words = read_words(page, frame, textpage) if self.detect_tables else []
+        tables = self._tables(page, frame, raw_blocks, words, drawings) if words else []
         style = body_style(raw_blocks)
         body = style.size
         first_page = page.number == 0
@@ -79,11 +114,18 @@ class PyMuPDFEngine:
             placeholder = LayoutBlock(BlockType.table, box=table.bbox)
             table_of[id(placeholder)] = table
             laid.append(placeholder)
+        if tables:  # each word in one place: lines lose the words that tables hold
+            taken = frozenset().union(*(t.words for t in tables))
+            by_line: dict[LineKey, list[Word]] = {}
+            for word in words:
+                by_line.setdefault(word.key[:2], []).append(word)
+            for raw in raw_blocks:
+                cut = (_outside_tables(line, by_line, taken) for line in raw.lines)
+                raw.lines = [line for line in cut if line is not None]
+            raw_blocks = [raw for raw in raw_blocks if raw.lines]
         groups = [g for raw in raw_blocks for g in split_block(raw, body)]
         for group in merge_paragraphs(groups, body):
-            kept = [ln for ln in group if not any(_centre_inside(ln.bbox, t.bbox) for t in tables)]
-            if kept:
-                laid.append(classify(kept, style, width, height, first_page))
+            laid.append(classify(group, style, width, height, first_page))
         images = image_boxes(page, frame)
         for box in images:
             if not any(_centre_inside(box, t.bbox) for t in tables):
@@ -111,6 +153,7 @@ class PyMuPDFEngine:
         page: pymupdf.Page,
         frame: PageFrame,
         raw_blocks: list[RawBlock],
+        words: list[Word],
         drawings: list[dict[str, Any]],
     ) -> list[FoundTable]:
         """Ruled tables, then unruled ones on pages with enough figures (outside the ruled ones).
@@ -120,12 +163,14 @@ class PyMuPDFEngine:
         finder, which then only runs when the unruled finder found nothing."""
         texts = (line.text for raw in raw_blocks for line in raw.lines)
         if numeric_tokens(texts) < MIN_NUMERIC_TOKENS:
-            return find_tables(page, frame, drawings)
-        tables = find_tables(page, frame, drawings, shaded_cells=False)
-        unruled = find_unruled_tables(page, frame, exclude=[t.bbox for t in tables])
+            return find_tables(page, frame, words, drawings)
+        tables = find_tables(page, frame, words, drawings, shaded_cells=False)
+        taken = {key for t in tables for key in t.words}
+        free = [w for w in words if w.key not in taken]
+        unruled = find_unruled_tables(frame, free, exclude=[t.bbox for t in tables])
         if unruled or tables:
             return tables + unruled
-        return find_tables(page, frame, drawings)
+        return find_tables(page, frame, words, drawings)
 
     @staticmethod
     def _to_block(item: LayoutBlock, table: FoundTable | None, page_no: int, index: int) -> Block:

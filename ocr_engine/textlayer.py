@@ -13,6 +13,8 @@ from typing import Any
 import pymupdf
 
 Box = tuple[float, float, float, float]
+LineKey = tuple[int, int]  # (block, line) numbers of a line in MuPDF's text page
+WordKey = tuple[int, int, int]  # (block, line, word) numbers of a word in MuPDF's text page
 
 # dict extraction without image binaries (figures come from get_image_info, which is cheap);
 # ligatures are expanded ("ﬁ" -> "fi") so that text is searchable and quotable as people type it
@@ -34,6 +36,17 @@ class TextLine:
     horizontal: bool = True
     font: str = ""
     white: bool = False  # every glyph drawn in white (invisible unless something dark is under it)
+    keys: tuple[LineKey, ...] = ()  # the text page's lines this visual line joins
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word of the text layer: its place in the text page, text, raw and displayed boxes."""
+
+    key: WordKey
+    text: str
+    raw: Box
+    bbox: Box
 
 
 @dataclass(slots=True)
@@ -88,7 +101,9 @@ class PageFrame:
         return dx > 0.9 and abs(dy) < 0.2
 
 
-def _line_from_spans(spans: list[dict[str, Any]], frame: PageFrame, direction: Any) -> TextLine:
+def _line_from_spans(
+    spans: list[dict[str, Any]], frame: PageFrame, direction: Any, key: LineKey
+) -> TextLine:
     text = "".join(s["text"] for s in spans)
     weights = [max(len(s["text"].strip()), 1) for s in spans]
     total = sum(weights)
@@ -116,6 +131,7 @@ def _line_from_spans(spans: list[dict[str, Any]], frame: PageFrame, direction: A
         horizontal=frame.horizontal(direction),
         font=max(font_weight.items(), key=lambda kv: kv[1])[0],
         white=white,
+        keys=(key,),
     )
 
 
@@ -134,6 +150,7 @@ def _merge_visual_lines(lines: list[TextLine]) -> list[TextLine]:
                 mono=prev.mono and line.mono,
                 font=prev.font,
                 white=prev.white and line.white,
+                keys=left.keys + right.keys,
             )
         else:
             merged.append(line)
@@ -147,24 +164,44 @@ def _same_row(a: TextLine, b: TextLine) -> bool:
     return height > 0 and overlap > 0.6 * height and gap < 2.5 * max(a.size, b.size)
 
 
-def read_blocks(page: pymupdf.Page, frame: PageFrame) -> list[RawBlock]:
-    """The page's text blocks with visual lines in displayed coordinates; blank lines dropped."""
-    data = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
+def text_page(page: pymupdf.Page) -> pymupdf.TextPage:
+    """The page's text layer, parsed once for its lines and its words."""
+    return page.get_textpage(flags=TEXT_FLAGS)
+
+
+def read_blocks(
+    page: pymupdf.Page, frame: PageFrame, textpage: pymupdf.TextPage | None = None
+) -> list[RawBlock]:
+    """The page's text blocks with visual lines in displayed coordinates; blank lines dropped,
+    and lines that lie wholly outside the displayed page."""
+    data = page.get_text("dict", flags=TEXT_FLAGS, sort=False, textpage=textpage)
     blocks: list[RawBlock] = []
-    for raw in data["blocks"]:
+    for block_no, raw in enumerate(data["blocks"]):
         if raw.get("type", 0) != 0:
             continue
         lines: list[TextLine] = []
-        for raw_line in raw["lines"]:
+        for line_no, raw_line in enumerate(raw["lines"]):
             spans = [s for s in raw_line["spans"] if s["text"]]
             if not spans or not "".join(s["text"] for s in spans).strip():
                 continue
-            line = _line_from_spans(spans, frame, raw_line["dir"])
+            line = _line_from_spans(spans, frame, raw_line["dir"], (block_no, line_no))
             if line.bbox[2] > line.bbox[0] and line.bbox[3] > line.bbox[1]:
                 lines.append(line)
         if lines:
             blocks.append(RawBlock(_merge_visual_lines(lines)))
     return blocks
+
+
+def read_words(
+    page: pymupdf.Page, frame: PageFrame, textpage: pymupdf.TextPage | None = None
+) -> list[Word]:
+    """The words of the text layer, keyed as the lines of `read_blocks` are."""
+    return [
+        Word(
+            (int(w[5]), int(w[6]), int(w[7])), str(w[4]), (w[0], w[1], w[2], w[3]), frame.box(w[:4])
+        )
+        for w in page.get_text("words", flags=TEXT_FLAGS, sort=False, textpage=textpage)
+    ]
 
 
 def image_boxes(page: pymupdf.Page, frame: PageFrame) -> list[Box]:

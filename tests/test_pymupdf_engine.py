@@ -105,7 +105,7 @@ def test_headings_typed_with_levels() -> None:
         (BlockType.text, None, "Retrieval syst"),
         (BlockType.list_item, None, "- first point "),
         (BlockType.list_item, None, "- second point"),
-        (BlockType.page_footer, None, "7"),
+        (BlockType.text, None, "7"),  # one page: furniture needs repetition
     ]
 
 
@@ -286,7 +286,7 @@ def test_cover_blurbs_and_margin_labels_are_not_headings() -> None:
         (BlockType.title, "Row and Column Access Control\nSupport in IBM DB2 for i"),
     ]
     assert set(_texts(result, BlockType.text)) >= set(blurbs) | {"ibm.com/redbooks"}
-    assert _texts(result, BlockType.page_header) == ["Front cover"]
+    assert "Front cover" in _texts(result, BlockType.text)  # in the band: never a heading
 
 
 def _headings(page: Page) -> list[str]:

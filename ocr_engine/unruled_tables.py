@@ -1,0 +1,299 @@
+"""Tables drawn without rules: rows of words cut into segments at wide gaps, runs of rows whose
+figures line up in columns (gated on a count of numbers on the page)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ocr_engine.schema import TableCell
+from ocr_engine.tables import FoundTable, TableRow, markdown_rows, to_html
+from ocr_engine.textlayer import Box, PageFrame, Word, WordKey, union
+
+__all__ = ["MIN_NUMERIC_TOKENS", "find_unruled_tables", "numeric_tokens"]
+
+NUMERIC_RE = re.compile(
+    r"^(?:[(\[]?[-–—+]?[$€£¥]?\(?\d[\d,.]*%?\)?[)\]]?%?\*?|[—–-]{1,3}|n/?a|nm|[ivxlc]{1,6})$",
+    re.IGNORECASE,
+)
+# a cell holding one check-box or tick glyph is a value, like a figure (forms, feature matrices)
+CHECK_RE = re.compile(r"^[*✓✔✗✘☐☑☒□■▢❑❒○●◯]$")
+_CURRENCY = {"$", "€", "£", "¥", "US$"}
+_LEADER_RE = re.compile(r"^[.·…_]+$")
+MIN_NUMERIC_TOKENS = 10  # numeric tokens a page needs before its words are aligned
+MIN_TABLE_ROWS = 3  # rows with a label and a number (or several numbers) a table needs
+
+
+@dataclass(slots=True)
+class _Segment:
+    """Words of one row that sit close together: one cell's worth of text."""
+
+    text: str
+    box: Box
+    keys: tuple[WordKey, ...] = ()
+
+    @property
+    def numeric(self) -> bool:
+        text = self.text.replace(" ", "")
+        return bool(NUMERIC_RE.match(text) or CHECK_RE.match(text))
+
+
+@dataclass(slots=True)
+class _Row:
+    box: Box
+    segments: list[_Segment]
+    tabular: bool = False
+
+
+def numeric_tokens(texts: Iterable[str]) -> int:
+    """How many whitespace-separated tokens of the texts look like figures (or check boxes)."""
+    return sum(
+        1
+        for text in texts
+        for token in text.split()
+        if (any(c.isdigit() for c in token) and NUMERIC_RE.match(token)) or CHECK_RE.match(token)
+    )
+
+
+def _rows_of(words: list[Word]) -> list[_Row]:
+    """Words grouped into visual rows (by vertical centre), each cut into segments at wide gaps."""
+    rows: list[list[Word]] = []
+    for word in sorted(words, key=lambda w: ((w.bbox[1] + w.bbox[3]) / 2, w.bbox[0])):
+        box = word.bbox
+        centre = (box[1] + box[3]) / 2
+        if rows and rows[-1][0].bbox[1] <= centre <= rows[-1][0].bbox[3]:
+            rows[-1].append(word)
+        else:
+            rows.append([word])
+    return [_Row(union(w.bbox for w in row), _segments(row)) for row in rows]
+
+
+def _segments(row: list[Word]) -> list[_Segment]:
+    """A row's words cut at wide gaps; dot leaders (tables of contents) separate cells and go
+    with the segment after them."""
+    row = sorted(row, key=lambda w: w.bbox[0])
+    height = sorted(w.bbox[3] - w.bbox[1] for w in row)[len(row) // 2]
+    groups: list[list[Word]] = []
+    extra: list[list[WordKey]] = []  # the leaders before each group
+    leaders: list[WordKey] = []
+    prev: Box | None = None
+    for word in row:
+        if _LEADER_RE.match(word.text):
+            leaders.append(word.key)
+            continue
+        box = word.bbox
+        if groups and prev is not None and not leaders and box[0] - prev[2] <= 0.8 * height:
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+            extra.append([])
+        extra[-1] += leaders
+        leaders = []
+        prev = box
+    if leaders and extra:
+        extra[-1] += leaders
+    segments = [
+        _Segment(" ".join(w.text for w in g), union(w.bbox for w in g), (*(w.key for w in g), *x))
+        for g, x in zip(groups, extra, strict=True)
+    ]
+    merged: list[_Segment] = []
+    for seg in segments:  # "$ 1,234" where the currency sign stands apart; "12 %"
+        if merged and (merged[-1].text in _CURRENCY or seg.text in (")", "%")):
+            last = merged[-1]
+            merged[-1] = _Segment(
+                f"{last.text} {seg.text}", union((last.box, seg.box)), last.keys + seg.keys
+            )
+        else:
+            merged.append(seg)
+    return merged
+
+
+def _is_tabular(row: _Row) -> bool:
+    """Two or more cells with a figure after the first, and no running text after a figure."""
+    segs = row.segments
+    if len(segs) < 2 or not any(s.numeric for s in segs[1:]):
+        return False
+    first_number = next(i for i, s in enumerate(segs) if s.numeric)
+    return not any(len(s.text.split()) >= 5 for s in segs[first_number + 1 :])
+
+
+def _runs(rows: list[_Row]) -> list[list[_Row]]:
+    """Maximal runs of tabular rows, with label-only rows between them, close together."""
+    runs: list[list[_Row]] = []
+    current: list[_Row] = []
+    for row in rows:
+        row.tabular = _is_tabular(row)
+        if current:
+            last = current[-1]
+            height = max(last.box[3] - last.box[1], 1.0)
+            numbers = [s.box[0] for r in current if r.tabular for s in r.segments[1:] if s.numeric]
+            label_only = (
+                len(row.segments) == 1 and bool(numbers) and row.box[2] < min(numbers) - 2.0
+            )
+            if row.box[1] - last.box[3] <= 1.6 * height and (row.tabular or label_only):
+                current.append(row)
+                continue
+            runs.append(current)
+            current = []
+        if row.tabular:
+            current = [row]
+    if current:
+        runs.append(current)
+    out = []
+    for run in runs:
+        while run and not run[-1].tabular:
+            run.pop()
+        if sum(1 for r in run if r.tabular) >= MIN_TABLE_ROWS:
+            out.append(run)
+    return out
+
+
+def _columns(run: list[_Row]) -> list[tuple[float, float]]:
+    """x-intervals of the figure columns: overlapping numeric segments merged."""
+    spans = sorted(
+        (s.box[0], s.box[2]) for r in run if r.tabular for s in r.segments[1:] if s.numeric
+    )
+    cols: list[tuple[float, float]] = []
+    for x0, x1 in spans:
+        if cols and x0 <= cols[-1][1]:
+            cols[-1] = (cols[-1][0], max(cols[-1][1], x1))
+        else:
+            cols.append((x0, x1))
+    return cols
+
+
+def _headers(rows: list[_Row], start: int, cols: list[tuple[float, float]]) -> int:
+    """How many rows just above the run belong to it: column headers (every segment centred over
+    the figure columns), and label rows between them and the first figures."""
+    left, right = cols[0][0] - 0.5 * (cols[0][1] - cols[0][0]) - 12.0, cols[-1][1] + 12.0
+    count = taken = 0
+    below = rows[start]
+    for row in reversed(rows[max(0, start - 5) : start]):
+        height = max(below.box[3] - below.box[1], 1.0)
+        if below.box[1] - row.box[3] > 1.2 * height:
+            break
+        if all(left <= (s.box[0] + s.box[2]) / 2 <= right for s in row.segments):
+            count += 1
+            taken = count
+        elif len(row.segments) == 1 and row.box[2] < cols[0][0] - 2.0 and count < 2:
+            count += 1
+        else:
+            break
+        below = row
+    return taken
+
+
+def _place(seg: _Segment, cols: list[tuple[float, float]]) -> tuple[int, int]:
+    """(first column, span) of a segment among label column 0 and the figure columns 1..n."""
+    centre = (seg.box[0] + seg.box[2]) / 2
+    if centre < cols[0][0] and seg.box[2] <= cols[0][0] + 2.0:
+        return 0, 1
+    hit = [i + 1 for i, (x0, x1) in enumerate(cols) if seg.box[0] < x1 and seg.box[2] > x0]
+    if not hit:
+        nearest = min(range(len(cols)), key=lambda i: abs(centre - (cols[i][0] + cols[i][1]) / 2))
+        return nearest + 1, 1
+    return hit[0], hit[-1] - hit[0] + 1
+
+
+def _build(rows: list[_Row], n_head: int, cols: list[tuple[float, float]]) -> FoundTable | None:
+    cells: list[TableCell] = []
+    for r, row in enumerate(rows):
+        placed: dict[int, tuple[int, list[_Segment]]] = {}
+        for seg in row.segments:
+            col, span = _place(seg, cols)
+            if col in placed:
+                placed[col][1].append(seg)
+            else:
+                placed[col] = (span, [seg])
+        for col, (span, segs) in sorted(placed.items()):
+            cells.append(
+                TableCell(
+                    row=r,
+                    col=col,
+                    col_span=span,
+                    text=" ".join(" ".join(s.text for s in segs).split()),
+                    bbox=union(s.box for s in segs),
+                    header=r < max(n_head, 1),
+                )
+            )
+    used = sorted({c.col for c in cells})
+    if len(used) < 2:
+        return None
+    remap = {c: i for i, c in enumerate(used)}
+    for cell in cells:
+        last = max(u for u in used if u <= cell.col + cell.col_span - 1)
+        cell.col, cell.col_span = remap[cell.col], remap[last] - remap[cell.col] + 1
+    n_cols = len(used)
+    md_rows = markdown_rows(cells, len(rows), n_cols)
+    table_rows = [TableRow(t, row.box) for t, row in zip(md_rows, rows, strict=True)]
+    return FoundTable(
+        bbox=union(row.box for row in rows),
+        cells=cells,
+        rows=table_rows,
+        markdown="\n".join([md_rows[0], "|" + " --- |" * n_cols, *md_rows[1:]]),
+        html=to_html(cells),
+        words=frozenset(key for row in rows for seg in row.segments for key in seg.keys),
+    )
+
+
+def find_unruled_tables(
+    frame: PageFrame, words: Sequence[Word], exclude: Sequence[Box] = ()
+) -> list[FoundTable]:
+    """Tables drawn without rules: runs of rows whose figures line up in columns."""
+    words = [
+        w
+        for w in words
+        if w.bbox[2] > w.bbox[0]
+        and w.bbox[3] > w.bbox[1]
+        and not any(_inside(w.bbox, e) for e in exclude)
+    ]
+    if not words:
+        return []
+    found: list[FoundTable] = []
+    for side in _split_at_gutter(words, frame.rect.width):
+        found += _tables_in(_rows_of(side))
+    return found
+
+
+def _split_at_gutter(words: list[Word], width: float) -> list[list[Word]]:
+    """The words left and right of a full-height gutter in the middle of the page when both
+    sides hold running text (a two-column page or a spread); otherwise all words together."""
+    spans = sorted((w.bbox[0], w.bbox[2]) for w in words)
+    end, best = spans[0][1], (0.0, 0.0)
+    for x0, x1 in spans[1:]:
+        if x0 - end > best[1] - best[0] and 0.3 * width <= (x0 + end) / 2 <= 0.7 * width:
+            best = (end, x0)
+        end = max(end, x1)
+    if best[1] - best[0] < 0.03 * width:
+        return [words]
+    cut = (best[0] + best[1]) / 2
+    sides = [[w for w in words if w.bbox[2] <= cut], [w for w in words if w.bbox[0] >= cut]]
+    for side in sides:
+        prose = sum(
+            1 for row in _rows_of(side) for seg in row.segments if len(seg.text.split()) >= 5
+        )
+        if prose < 3:
+            return [words]
+    return sides
+
+
+def _tables_in(rows: list[_Row]) -> list[FoundTable]:
+    found: list[FoundTable] = []
+    taken = 0  # rows before this belong to the table above: never a header of the next
+    for run in _runs(rows):
+        cols = _columns(run)
+        if not cols:
+            continue
+        start = rows.index(run[0])
+        n_head = min(_headers(rows, start, cols), start - taken)
+        table = _build(rows[start - n_head : start] + run, n_head, cols)
+        if table is not None:
+            found.append(table)
+            taken = start + len(run)
+    return found
+
+
+def _inside(box: Box, outer: Box, pad: float = 1.0) -> bool:
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return outer[0] - pad <= cx <= outer[2] + pad and outer[1] - pad <= cy <= outer[3] + pad
