@@ -171,4 +171,6 @@ def test_the_lock_dies_with_its_process(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
     DataDirLock(tmp_path, "docs").acquire().release()  # no stale lock after kill -9
