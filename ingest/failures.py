@@ -9,19 +9,29 @@ from pydantic import BaseModel, Field
 
 from ingest.extractor import WorkerCrashedError
 from ingest.records import FailureKind
-from ocr_engine.errors import BadInputError, EngineOutputError, EngineUnavailableError
+from ocr_engine.errors import (
+    BadInputError,
+    EngineOutputError,
+    EngineUnavailableError,
+    FolioError,
+    PasswordError,
+)
 from retrieval.store import StoreError
 
-__all__ = ["NoTextError", "RetryPolicy", "SourceGoneError", "classify", "describe"]
+__all__ = ["IngestError", "NoTextError", "RetryPolicy", "SourceGoneError", "classify", "describe"]
 
 log = logging.getLogger(__name__)
 
 
-class NoTextError(Exception):
+class IngestError(FolioError):
+    """A document could not be ingested for a reason of the ingest itself."""
+
+
+class NoTextError(IngestError):
     """Nothing searchable came out of a readable PDF."""
 
 
-class SourceGoneError(Exception):
+class SourceGoneError(IngestError):
     """No path holds the document's bytes any more (changed or deleted before it was read)."""
 
 
@@ -45,10 +55,10 @@ def describe(exc: BaseException) -> str:
 
 def classify(exc: BaseException) -> tuple[FailureKind, str]:
     """The failure kind of an exception raised while processing a document, and its reason."""
+    if isinstance(exc, PasswordError):
+        return FailureKind.password, describe(exc)
     if isinstance(exc, BadInputError):
-        text = describe(exc)
-        kind = FailureKind.password if "password" in text.lower() else FailureKind.bad_input
-        return kind, text
+        return FailureKind.bad_input, describe(exc)
     if isinstance(exc, NoTextError):
         return FailureKind.no_text, describe(exc)
     if isinstance(exc, SourceGoneError):

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from ocr_engine.errors import FolioError
 from ocr_engine.schema import EngineInfo, PageStatus
 
 __all__ = [
@@ -33,15 +34,15 @@ def is_doc_id(value: str) -> bool:
     return bool(_DOC_ID.match(value))
 
 
-class UnknownDocumentError(KeyError):
+class UnknownDocumentError(FolioError, KeyError):
     """No document with that id is in the ledger."""
 
 
-class NotRemovedError(KeyError):
+class NotRemovedError(FolioError, KeyError):
     """No removal of that document (or path) is remembered."""
 
 
-class RemovedFileGoneError(FileNotFoundError):
+class RemovedFileGoneError(FolioError, FileNotFoundError):
     """A removed document cannot be restored: its file is no longer where it was."""
 
 

@@ -1,12 +1,31 @@
-"""Typed errors, split by what the caller should do.
+"""The one tree of folio's errors, split by what the caller should do. The root and the kinds
+live here, at the bottom of the house, so every package can derive from them:
 
-FolioError
- ├── BadInputError           the input can never succeed as is: do not retry
- ├── EngineUnavailableError  the engine could not be reached: retry with backoff
- └── EngineOutputError       unusable engine output: retry differently, then fall back
+FolioError                        every error folio raises on purpose
+ ├── BadInputError                the input can never succeed as is: do not retry
+ │    └── PasswordError           an encrypted PDF without the right password: retry with one
+ ├── EngineError                  a page engine (OCR model, endpoint, worker) failed
+ │    ├── EngineUnavailableError  it could not be reached in time: retry with backoff
+ │    └── EngineOutputError       its output was unusable: retry differently, then fall back
+ ├── StoreError                   the vector index (retrieval.store): unavailable, misconfigured
+ ├── EmbedderError                the embedding model or service (retrieval.embedder)
+ ├── LlmError                     the answer-writing LLM endpoint (retrieval.llm)
+ ├── IngestError                  a document could not be ingested (ingest.failures)
+ └── ApiError                     what the HTTP API answers with a status (server.deps), the data
+                                  directory held by another process (server.datadir), a running
+                                  server that cannot be reached (server.remote)
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "BadInputError",
+    "EngineError",
+    "EngineOutputError",
+    "EngineUnavailableError",
+    "FolioError",
+    "PasswordError",
+]
 
 
 class FolioError(Exception):
@@ -14,12 +33,20 @@ class FolioError(Exception):
 
 
 class BadInputError(FolioError):
-    """The input is not a readable PDF (or page); retrying will not help."""
+    """The input is not a readable PDF, page or request; retrying will not help."""
 
 
-class EngineUnavailableError(FolioError):
+class PasswordError(BadInputError):
+    """An encrypted PDF that no password given opens; it opens once the right one is given."""
+
+
+class EngineError(FolioError):
+    """A page engine failed."""
+
+
+class EngineUnavailableError(EngineError):
     """An engine or endpoint could not be reached in time."""
 
 
-class EngineOutputError(FolioError):
+class EngineOutputError(EngineError):
     """An engine returned output that could not be used."""

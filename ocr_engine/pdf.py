@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pymupdf
 
-from ocr_engine.errors import BadInputError
+from ocr_engine.errors import BadInputError, PasswordError
 
 __all__ = ["open_pdf", "read_pdf_bytes"]
 
@@ -88,9 +88,9 @@ def _check_document(doc: pymupdf.Document, data: bytes, label: str, password: st
         raise BadInputError(f"{label}: not a PDF document")
     if doc.needs_pass:
         if password is None:
-            raise BadInputError(f"{label}: the PDF is encrypted and needs a password to open")
+            raise PasswordError(f"{label}: the PDF is encrypted and needs a password to open")
         if not doc.authenticate(password):
-            raise BadInputError(f"{label}: the password given does not open this encrypted PDF")
+            raise PasswordError(f"{label}: the password given does not open this encrypted PDF")
     if doc.page_count == 0:
         if _looks_truncated(data):
             raise BadInputError(f"{label}: the PDF is truncated or damaged: no page can be read")

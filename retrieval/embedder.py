@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ocr_engine.errors import FolioError
+
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
@@ -31,7 +33,7 @@ DEFAULT_BATCH_SIZE = 16
 _SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two of the model's positions
 
 
-class EmbedderError(Exception):
+class EmbedderError(FolioError):
     """The embedding model could not be found, loaded or used as configured."""
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 from urllib.parse import parse_qsl, quote, urlsplit
 
+from ocr_engine.errors import BadInputError
 from retrieval.schema import BBox, Citation, PageHighlight, QueryResponse, Region
 
 __all__ = [
@@ -166,7 +167,7 @@ def citation_links(
     }
 
 
-class LinkRefusedError(Exception):
+class LinkRefusedError(BadInputError):
     """A signed link that does not authorise its request: `reason` says why."""
 
     def __init__(self, reason: str) -> None:

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from ocr_engine.errors import FolioError
+
 __all__ = [
     "DEFAULT_LLM_MODEL",
     "LlmError",
@@ -56,7 +58,7 @@ class LlmOptions(BaseModel):
     max_source_chars: int = Field(default=2000, ge=100, description="per source, in the prompt")
 
 
-class LlmError(Exception):
+class LlmError(FolioError):
     """The chat endpoint gave no usable answer; `code` is one of the module docstring's."""
 
     def __init__(self, code: str, message: str) -> None:

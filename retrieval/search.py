@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
 
+from ocr_engine.errors import BadInputError
 from retrieval.answer import (
     DENSE_POOL,
     FOLLOW_AHEAD,
@@ -43,7 +44,7 @@ _MAX_FETCH = 400  # fused candidates asked for at most (QueryRequest.top_k is at
 _AGREEMENT_WINDOW = 10  # a named document must be among the plain search's first chunks
 
 
-class InvalidQueryError(ValueError):
+class InvalidQueryError(BadInputError, ValueError):
     """The query can never match as asked (e.g. an empty page range); do not retry."""
 
 

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ocr_engine.errors import FolioError
 from retrieval.schema import Chunk, ScoredChunk, SearchFilter
 
 __all__ = [
@@ -24,7 +25,7 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(FolioError):
     """A vector store operation failed."""
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from ocr_engine.errors import FolioError
+
 __all__ = ["LOCK_FILE", "DataDirBusyError", "DataDirLock", "LockHolder", "lock_holder"]
 
 LOCK_FILE = "folio.lock"
@@ -29,7 +31,7 @@ class LockHolder(BaseModel):
     started_at: float
 
 
-class DataDirBusyError(Exception):
+class DataDirBusyError(FolioError):
     """Another process holds the data directory."""
 
     def __init__(self, data_dir: Path, holder: LockHolder | None) -> None:

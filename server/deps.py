@@ -11,6 +11,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 
 from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
+from ocr_engine.errors import FolioError
 from retrieval.links import LinkSigner
 from server.pages import BBox, PageOutOfRangeError, PageRenderer, Render, UnrenderablePageError
 from server.services import Services
@@ -45,7 +46,7 @@ DocId = Annotated[
 PageNumber = Annotated[int, PathParam(ge=1, le=MAX_PAGE_NUMBER, description="1-based page number")]
 
 
-class ApiError(Exception):
+class ApiError(FolioError):
     """An error answered with the one JSON error shape: {"error": {"code", "message"}}."""
 
     def __init__(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pymupdf
 from PIL import Image, ImageDraw
 
+from ocr_engine.errors import BadInputError
 from ocr_engine.render import fit_dpi
 
 BBox = tuple[float, float, float, float]
@@ -26,11 +27,11 @@ DEFAULT_CACHE_BYTES = 256 << 20
 _RECTS = 4096  # page sizes remembered, so that a cached render needs no PDF opened
 
 
-class PageOutOfRangeError(ValueError):
+class PageOutOfRangeError(BadInputError, ValueError):
     """The document has no such page."""
 
 
-class UnrenderablePageError(Exception):
+class UnrenderablePageError(BadInputError):
     """MuPDF cannot render the page (damaged, or too large even at 1 dpi)."""
 
 

@@ -16,6 +16,7 @@ import httpx
 from ingest.events import IngestEvent
 from ingest.options import IngestSummary
 from ingest.records import DocStatus, DocumentRecord, Tombstone
+from ocr_engine.errors import FolioError
 from retrieval.schema import QueryRequest, QueryResponse
 
 __all__ = ["RemoteError", "RemoteFolio"]
@@ -23,7 +24,7 @@ __all__ = ["RemoteError", "RemoteFolio"]
 _CONNECT_WAIT_S = 20.0  # a server that has just started may still be recovering its index
 
 
-class RemoteError(Exception):
+class RemoteError(FolioError):
     """The running server could not be reached or refused the request."""
 
 
