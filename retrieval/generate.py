@@ -19,8 +19,8 @@ import httpx
 from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.embedder import Embedder
 from retrieval.llm import LlmError, LlmOptions, stream_answer
-from retrieval.schema import Citation, LlmFailure, QueryResponse, ScoredChunk
-from retrieval.search import extractive_response, to_hit
+from retrieval.schema import Citation, LlmFailure, QueryRequest, QueryResponse, ScoredChunk
+from retrieval.search import Retriever, extractive_response, search_filter, to_hit
 from retrieval.support import SupportThresholds, check_answer
 
 __all__ = [
@@ -111,6 +111,41 @@ async def answer_events(
         yield TokenEvent(response.answer)
     yield CitationsEvent(response.citations)
     yield DoneEvent(response)
+
+
+async def question_hits(retriever: Retriever, req: QueryRequest) -> list[ScoredChunk]:
+    """The hits a request gets: the retriever's search with its filters, off the event loop;
+    InvalidQueryError for filters that contradict each other."""
+    flt = search_filter(req)
+    return await asyncio.to_thread(retriever.search, req.question, req.top_k, flt)
+
+
+def query_events(
+    retriever: Retriever, req: QueryRequest, hits: Sequence[ScoredChunk], llm: LlmOptions | None
+) -> AsyncIterator[AnswerEvent]:
+    """The answer to a request from its hits, as events (`POST /query/stream`)."""
+    return answer_events(
+        req.question,
+        hits,
+        embedder=retriever.embedder,
+        llm=llm,
+        options=retriever.answer_options(req),
+    )
+
+
+async def answer_query(
+    retriever: Retriever, req: QueryRequest, llm: LlmOptions | None
+) -> QueryResponse:
+    """What `POST /query`, `folio query` and MCP's `ask` answer: the search, then the answer,
+    generated and checked with an LLM when `llm` is set, else extractive."""
+    hits = await question_hits(retriever, req)
+    return await answer_response(
+        req.question,
+        hits,
+        embedder=retriever.embedder,
+        llm=llm,
+        options=retriever.answer_options(req),
+    )
 
 
 async def answer_response(

@@ -31,19 +31,19 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
-from starlette.concurrency import run_in_threadpool
 
 from retrieval.generate import (
     AnswerEvent,
     CitationsEvent,
     DoneEvent,
     TokenEvent,
-    answer_events,
-    answer_response,
+    answer_query,
+    query_events,
+    question_hits,
 )
 from retrieval.links import LinkSigner, sign_citations, sign_response
 from retrieval.schema import QueryRequest, QueryResponse, ScoredChunk
-from retrieval.search import InvalidQueryError, search_filter
+from retrieval.search import InvalidQueryError
 from server.deps import ApiError, Links, Svc
 from server.shutdown import StoppableStream
 
@@ -56,10 +56,9 @@ router = APIRouter(tags=["answers"])
 
 async def _hits(req: QueryRequest, svc: Svc) -> list[ScoredChunk]:
     try:
-        flt = search_filter(req)
+        return await question_hits(svc.retriever, req)
     except InvalidQueryError as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
-    return await run_in_threadpool(svc.retriever.search, req.question, req.top_k, flt)
 
 
 def _sse(kind: str, data: str) -> str:
@@ -85,14 +84,10 @@ def _event_text(event: AnswerEvent, links: LinkSigner | None) -> str:
 @router.post("/query")
 async def query(req: QueryRequest, svc: Svc, links: Links) -> QueryResponse:
     """Search, then answer from the hits: generated and checked with an LLM, else extractive."""
-    hits = await _hits(req, svc)
-    response = await answer_response(
-        req.question,
-        hits,
-        embedder=svc.embedder,
-        llm=svc.settings.llm_options(),
-        options=svc.retriever.answer_options(req),
-    )
+    try:
+        response = await answer_query(svc.retriever, req, svc.settings.llm_options())
+    except InvalidQueryError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from None
     return sign_response(response, links)
 
 
@@ -107,13 +102,7 @@ async def query_stream(req: QueryRequest, svc: Svc, links: Links) -> StreamingRe
 
     async def events() -> AsyncIterator[str]:
         try:
-            async for event in answer_events(
-                req.question,
-                hits,
-                embedder=svc.embedder,
-                llm=svc.settings.llm_options(),
-                options=svc.retriever.answer_options(req),
-            ):
+            async for event in query_events(svc.retriever, req, hits, svc.settings.llm_options()):
                 yield _event_text(event, links)
         except Exception:  # the response has begun: the failure is told in the stream
             log.exception("answer stream failed for %r", req.question)

@@ -401,7 +401,7 @@ def query(
         if isinstance(target, RemoteFolio):
             response = _remote_call(lambda: target.query(request))
         else:
-            response = target.retriever.query(request)
+            response = _answer_locally(target, request)
     finally:
         target.close()
     if as_json:
@@ -416,6 +416,21 @@ def query(
     for c in response.citations:
         box = ", ".join(f"{v:.0f}" for v in c.bbox)
         typer.echo(f"  [{c.n}] {c.source} p.{c.page} [{box}]  {c.highlight_url}")
+
+
+def _answer_locally(services: Any, request: Any) -> Any:
+    """The answer POST /query gives, from the services this command holds."""
+    import asyncio
+
+    from retrieval.generate import answer_query
+    from retrieval.search import InvalidQueryError
+
+    llm = services.settings.llm_options()
+    try:
+        return asyncio.run(answer_query(services.retriever, request, llm))
+    except InvalidQueryError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()
