@@ -1,10 +1,13 @@
-"""Exports of an ingested document: its structured JSON and its Markdown.
+"""Exports of an ingested document: structured JSON, Markdown, plain text, a searchable PDF and a
+DoclingDocument.
 
 Ingestion writes the whole `Document` to `DATA_DIR/documents/{doc_id}.json` a window of pages at
 a time and moves it into place when the document is indexed, so the JSON export is that file,
 sent as it is (no parsing: cost is the disk read). The Markdown export parses that file once and
 renders it a page at a time. A document that is queued, processing for the first time or failed
-has no JSON yet: 409 `not_ready` / `not_available`.
+has no JSON yet: 409 `not_ready` / `not_available`. The searchable PDF is the stored PDF with
+an invisible text layer on its OCR'd pages (`ocr_engine.searchable_pdf`); the Docling export is
+`ocr_engine.docling_export`'s DoclingDocument, boxes bottom-left as Docling writes them.
 """
 
 from __future__ import annotations
@@ -15,11 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.responses import FileResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
-from ingest.records import DocStatus, DocumentRecord
+from ingest.passwords import PASSWORDS_FILE, PasswordBook
+from ingest.records import DocStatus, DocumentRecord, UnknownDocumentError
+from ocr_engine.docling_export import to_docling
+from ocr_engine.errors import BadInputError
 from ocr_engine.markdown import document_markdown
+from ocr_engine.plaintext import document_text
 from ocr_engine.schema import Document
+from ocr_engine.searchable_pdf import searchable_pdf
 from server.deps import ApiError, DocId, Svc, record_or_404
 from server.errors import ErrorBody
 from server.services import Services
@@ -101,3 +110,71 @@ async def document_markdown_export(doc_id: DocId, svc: Svc) -> StreamingResponse
 
 def _load(path: Path) -> Document:
     return Document.model_validate_json(path.read_bytes())
+
+
+async def _document(svc: Services, record: DocumentRecord) -> Document:
+    path = _json_path(svc, record)
+    try:
+        return await asyncio.to_thread(_load, path)
+    except FileNotFoundError:  # removed or replaced between the check and the read
+        raise ApiError(409, "not_ready", f"{record.source} is being re-ingested") from None
+
+
+@router.get(
+    "/documents/{doc_id}/text",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, **_NOT_READY},
+)
+async def document_text_export(doc_id: DocId, svc: Svc) -> StreamingResponse:
+    """The document's text, block by block in reading order, a form feed between pages."""
+    record = record_or_404(svc, doc_id)
+    document = await _document(svc, record)
+    return StreamingResponse(
+        (part.encode("utf-8") for part in document_text(document)),
+        media_type="text/plain; charset=utf-8",
+        headers={"Content-Disposition": f'inline; filename="{_filename(record, ".txt")}"'},
+    )
+
+
+def _searchable(svc: Services, record: DocumentRecord, document: Document) -> bytes:
+    data = svc.files.pdf_path(record.doc_id).read_bytes()
+    settings = svc.settings
+    book = PasswordBook(settings.passwords_file or settings.data_dir / PASSWORDS_FILE)
+    password = book.lookup(record.doc_id, record.paths, record.source)
+    return searchable_pdf(document, data, password=password)
+
+
+@router.get(
+    "/documents/{doc_id}/searchable.pdf",
+    response_class=Response,
+    responses={
+        200: {"content": {"application/pdf": {"schema": {"type": "string", "format": "binary"}}}},
+        **_NOT_READY,
+    },
+)
+async def document_searchable_pdf(doc_id: DocId, svc: Svc) -> Response:
+    """The original PDF with an invisible text layer at the read lines of every OCR'd page, so
+    that search and selection work in any viewer; text-layer pages are left as they are."""
+    record = record_or_404(svc, doc_id)
+    document = await _document(svc, record)
+    try:
+        data = await run_in_threadpool(_searchable, svc, record, document)
+    except UnknownDocumentError:
+        raise ApiError(409, "not_available", f"no PDF stored for {record.source}") from None
+    except BadInputError as exc:
+        raise ApiError(409, "not_available", str(exc)) from None
+    filename = _filename(record, ".searchable.pdf")
+    headers = {"Content-Disposition": f'inline; filename="{filename}"'}
+    return Response(data, media_type="application/pdf", headers=headers)
+
+
+@router.get("/documents/{doc_id}/docling", responses=_NOT_READY)
+async def document_docling(doc_id: DocId, svc: Svc) -> Response:
+    """The document as a DoclingDocument (docling-core's JSON): headings, text, lists, tables
+    with cells and spans, pictures and captions, furniture, each with page and box."""
+    record = record_or_404(svc, doc_id)
+    document = await _document(svc, record)
+    body = await run_in_threadpool(lambda: to_docling(document).model_dump_json())
+    filename = _filename(record, ".docling.json")
+    headers = {"Content-Disposition": f'inline; filename="{filename}"'}
+    return Response(body, media_type="application/json", headers=headers)

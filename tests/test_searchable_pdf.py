@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections.abc import Iterator
+from pathlib import Path
 
 import pymupdf
 import pytest
@@ -14,6 +15,7 @@ from ocr_engine.extract import extract_document
 from ocr_engine.options import ExtractOptions, VLLMOptions
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from ocr_engine.searchable_pdf import is_ocr_page, ocr_lines, searchable_pdf
+from tests.apiapp import api_app
 from tests.ocr_simulator import OcrSimulator
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_ocr_pipeline import scanned
@@ -161,3 +163,20 @@ def test_a_pdf_that_is_not_the_documents_is_refused(read_scan: tuple[bytes, Docu
     _, document = read_scan
     with pytest.raises(BadInputError, match="pages"):
         searchable_pdf(document, _picture_page(0))
+
+
+def test_the_api_serves_it_and_leaves_a_text_layer_document_as_it_was(tmp_path: Path) -> None:
+    with api_app(tmp_path) as app:
+        response = app.client.get(f"/documents/{app.doc_id}/searchable.pdf")
+        text = app.client.get(f"/documents/{app.doc_id}/text")
+        missing = app.client.get(f"/documents/{'f' * 64}/searchable.pdf")
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/pdf"
+    assert 'filename="volcano.searchable.pdf"' in response.headers["content-disposition"]
+    with pymupdf.open(app.pdf) as before, pymupdf.open(stream=response.content) as out:
+        assert out.page_count == before.page_count == 3
+        for n in range(3):
+            assert _contents(out[n]) == _contents(before[n])
+    assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain")
+    assert text.text.count("\f") == 2 and "Kelud" in text.text.split("\f")[0]
+    assert missing.status_code == 404
