@@ -10,7 +10,7 @@ PORT ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint bench setup browser
+.PHONY: run test lint bench setup browser redis
 
 $(VENV)/.setup-done: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -27,6 +27,11 @@ browser:
 	@test -x /usr/bin/chromium || [ "$$FOLIO_SKIP_BROWSER" = 1 ] || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# the task-queue tests run a real Redis (Debian's redis-server), as folio worker's broker would be
+redis:
+	@command -v redis-server > /dev/null || [ "$$FOLIO_SKIP_REDIS" = 1 ] || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+
 run: setup
 	mkdir -p $(INBOX)
 	$(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT)
@@ -36,7 +41,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: setup browser lint
+test: setup browser redis lint
 	$(VENV)/bin/pytest -q
 
 bench: setup

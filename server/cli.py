@@ -64,13 +64,14 @@ def _busy(exc: Exception) -> NoReturn:
 def _build(settings: Any, command: str) -> Any:
     """The services; DataDirBusyError when another process holds the data directory, a clean
     exit when the index cannot be opened."""
+    from ocr_engine.errors import EngineUnavailableError
     from retrieval.embedder import EmbedderError
     from retrieval.store import StoreError
     from server.services import build_services
 
     try:
         return build_services(settings, command=command)
-    except (StoreError, EmbedderError) as exc:
+    except (StoreError, EmbedderError, EngineUnavailableError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 
@@ -133,7 +134,14 @@ def _setup_logging(verbose: bool) -> None:
 
 @app.command()
 def extract(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="the PDF to read")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            help="the PDF or image (PNG, JPEG, TIFF, WebP, BMP) to read",
+        ),
+    ],
     out: Annotated[Path | None, typer.Option("--out", help="write the JSON here")] = None,
     password: Annotated[str | None, typer.Option(help="password of an encrypted PDF")] = None,
     ocr: Ocr = None,
@@ -454,6 +462,32 @@ def serve(
     services.lock.announce(_url(settings.host, settings.port))
     services.embedder.embed_query("warm up")
     serve_app(create_app(services), host=settings.host, port=settings.port, close=services.close)
+
+
+@app.command()
+def worker(data_dir: DataDir = None) -> None:
+    """Read page windows for a coordinator (`folio serve`/`ingest` with FOLIO_BROKER_URL set) from
+    the broker at FOLIO_BROKER_URL; it reads DATA_DIR/documents and writes nothing there."""
+    import signal
+    import threading
+
+    from ingest.work_queue import BrokerUnavailableError, run_worker
+
+    _setup_logging(True)
+    settings = _settings(data_dir=data_dir)
+    if settings.broker_url is None:
+        typer.echo("error: FOLIO_BROKER_URL is not set: a worker needs the broker", err=True)
+        raise typer.Exit(2)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        run_worker(
+            settings.broker_url, settings.data_dir, stop, heartbeat_s=settings.broker_heartbeat_s
+        )
+    except BrokerUnavailableError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _url(host: str, port: int) -> str:

@@ -142,6 +142,28 @@ def ingest_options(settings: Settings) -> IngestOptions:
     )
 
 
+def _read_through_queue(settings: Settings, ingestor: Ingestor) -> None:
+    """Page windows go to `folio worker`s through the broker (FOLIO_BROKER_URL); the rest of the
+    pipeline is unchanged. BrokerUnavailableError, naming the URL, when it cannot be reached."""
+    from ingest.work_queue import QueueExtractor, connect  # dramatiq only when asked for
+
+    assert settings.broker_url is not None
+    broker, backend = connect(settings.broker_url, heartbeat_s=settings.broker_heartbeat_s)
+    options = ingestor.options
+    window = min(options.extract_window or settings.broker_window, settings.broker_window)
+    ingestor.options = options.model_copy(
+        update={"extract_window": window, "prefetch": max(options.prefetch, 8)}
+    )
+    ingestor.extractor.close()  # its pool was never started
+    ingestor.extractor = QueueExtractor(
+        options.extract,
+        broker,
+        backend,
+        limits=options.limits,
+        unit_timeout_s=settings.broker_unit_timeout_s,
+    )
+
+
 def build_services(
     settings: Settings,
     *,
@@ -192,6 +214,8 @@ def _build(
         embed_cache=EmbeddingCache(settings.data_dir / EMBED_CACHE_FILE),
         events=events,
     )
+    if settings.broker_url is not None:
+        _read_through_queue(settings, ingestor)
     sync = Sync(ledger, files, store, ingestor, events=events, cache=SqlitePageCache(cache_path))
     return Services(
         settings=settings,

@@ -111,6 +111,14 @@ class Settings(BaseSettings):
         "unset: read in this process",
     )
 
+    broker_heartbeat_s: float = Field(
+        default=60.0, gt=0, le=3600, description="a worker silent this long is dead: units requeued"
+    )
+    broker_unit_timeout_s: float = Field(
+        default=3600.0, gt=0, description="a page window no worker answered in this time fails"
+    )
+    broker_window: int = Field(default=16, ge=1, le=1024, description="pages per unit of work")
+
     embed_url: str | None = Field(
         default=None,
         description="OpenAI-compatible /v1 base URL serving embeddings; unset: the shipped model",

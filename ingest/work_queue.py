@@ -1,0 +1,290 @@
+"""Page windows read by `folio worker` processes through a Dramatiq broker on Redis.
+
+The coordinator (`folio serve` / `folio ingest`, the ledger's one writer) runs the embedded
+pipeline unchanged except for where page windows are read: `QueueExtractor` sends each window as a
+unit (document hash + page range, with a deterministic message id) and waits for its pages, which
+a worker read from the coordinator's stored copy of the PDF (`DATA_DIR/documents/`, shared storage
+mounted read-only). Chunking, embedding, the index and the ledger stay with the coordinator, so
+the chunks and point ids are those of an embedded run, whichever worker read which window.
+
+A worker killed mid-unit leaves its message unacknowledged; Redis maintenance run by the other
+workers puts it back on the queue once the dead worker's heartbeat is `heartbeat_s` old. A unit
+with no answer within `unit_timeout_s`, or a broker lost mid-run, fails its document as
+retryable (the ledger shows it failed with a retry time); nothing of it is indexed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import dramatiq
+import redis
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.results import Results, ResultTimeout
+from dramatiq.results.backends import RedisBackend
+from pydantic import BaseModel
+
+from ingest.extractor import Extractor, WindowReader, WindowResult, WorkerCrashedError
+from ingest.guards import PdfLimits
+from ocr_engine.errors import BadInputError, EngineOutputError, EngineUnavailableError
+from ocr_engine.options import ExtractOptions
+
+__all__ = [
+    "ACTOR",
+    "QUEUE",
+    "BrokerUnavailableError",
+    "QueueExtractor",
+    "UnitTimeoutError",
+    "WindowUnit",
+    "connect",
+    "run_worker",
+]
+
+log = logging.getLogger(__name__)
+
+QUEUE = "folio-pages"
+ACTOR = "folio_read_window"
+_NAMESPACE = uuid.UUID("6f1c2f1e-9d0b-4c51-9d8e-0a4d5e7f1b23")
+_RESULT_TTL_MS = 3600 * 1000
+_MAINTENANCE_CHANCE = 100_000  # of a million broker commands: dead workers are found quickly
+_WAIT_SLICE_S = 2.0  # redis-py's socket timeout is 5 s: a longer blocking read would fail
+_PDF_NAME = re.compile(r"^[0-9a-f]{64}\.pdf$")
+
+
+class BrokerUnavailableError(EngineUnavailableError):
+    """The broker named by FOLIO_BROKER_URL cannot be reached."""
+
+
+class UnitTimeoutError(EngineUnavailableError):
+    """No worker answered a unit in time."""
+
+
+class WindowUnit(BaseModel):
+    """One unit of work: pages first..last of a stored PDF, read with the coordinator's options."""
+
+    file: str
+    name: str
+    password: str | None = None
+    doc_id: str
+    first: int
+    last: int
+    options: ExtractOptions
+    limits: PdfLimits
+
+    def message_id(self) -> str:
+        """The same unit always has the same id: document, window and how it is read."""
+        how = self.options.model_dump_json() + self.limits.model_dump_json()
+        return str(uuid.uuid5(_NAMESPACE, f"{self.doc_id}:{self.first}-{self.last}:{how}"))
+
+
+class _UnitError(BaseModel):
+    kind: str
+    message: str
+
+
+class _UnitResult(BaseModel):
+    window: WindowResult | None = None
+    error: _UnitError | None = None
+
+
+_RAISED: dict[str, Callable[[str], Exception]] = {
+    "bad_input": BadInputError,
+    "unavailable": EngineUnavailableError,
+    "output": EngineOutputError,
+    "crashed": WorkerCrashedError,
+}
+
+
+def _error_kind(exc: BaseException) -> str:
+    if isinstance(exc, BadInputError):
+        return "bad_input"
+    if isinstance(exc, EngineOutputError):
+        return "output"
+    if isinstance(exc, EngineUnavailableError | OSError):
+        return "unavailable"
+    return "crashed"
+
+
+def _redact(url: str) -> str:
+    return re.sub(r"//[^@/]*@", "//***@", url)
+
+
+def connect(url: str, *, heartbeat_s: float = 60.0) -> tuple[RedisBroker, RedisBackend]:
+    """The broker and result backend at `url`, checked; BrokerUnavailableError names the URL."""
+    backend = RedisBackend(url=url, namespace="folio-results")
+    broker = RedisBroker(
+        url=url,
+        namespace="folio",
+        heartbeat_timeout=int(heartbeat_s * 1000),
+        maintenance_chance=_MAINTENANCE_CHANCE,
+    )
+    broker.add_middleware(Results(backend=backend, result_ttl=_RESULT_TTL_MS))
+    try:
+        broker.client.ping()
+    except redis.RedisError as exc:
+        broker.close()
+        raise BrokerUnavailableError(
+            f"cannot reach the broker at FOLIO_BROKER_URL={_redact(url)}: {exc}"
+        ) from exc
+    return broker, backend
+
+
+def _declare(broker: RedisBroker, fn: Callable[[str], str]) -> dramatiq.Actor[[str], str]:
+    # no retries by Dramatiq: a failure is returned as a result; a killed worker's unit comes back
+    # through the heartbeat; an hour bounds a window read by CPU OCR
+    declare = dramatiq.actor(
+        broker=broker,
+        actor_name=ACTOR,
+        queue_name=QUEUE,
+        store_results=True,
+        max_retries=0,
+        time_limit=3600 * 1000,
+    )
+    return declare(fn)
+
+
+def _no_worker_side(unit_json: str) -> str:
+    raise RuntimeError("the coordinator does not read units")
+
+
+class QueueExtractor(Extractor):
+    """An Extractor whose page windows are read by `folio worker`s; probes stay local."""
+
+    def __init__(
+        self,
+        options: ExtractOptions,
+        broker: RedisBroker,
+        backend: RedisBackend,
+        *,
+        limits: PdfLimits | None = None,
+        unit_timeout_s: float = 3600.0,
+        waiting: int = 32,
+    ) -> None:
+        super().__init__(options, cache_path=None, limits=limits, processes=1)
+        self.broker = broker
+        self.backend = backend
+        self.unit_timeout_s = unit_timeout_s
+        self.actor = _declare(broker, _no_worker_side)
+        self._waiters = ThreadPoolExecutor(waiting, thread_name_prefix="folio-unit")
+        self.sent = 0
+
+    def window(
+        self, path: Path, name: str, password: str | None, doc_id: str, first: int, last: int
+    ) -> Future[WindowResult]:
+        unit = WindowUnit(
+            file=path.name,
+            name=name,
+            password=password,
+            doc_id=doc_id,
+            first=first,
+            last=last,
+            options=self.options,
+            limits=self.limits,
+        )
+        return self._waiters.submit(self._run, unit)
+
+    def _run(self, unit: WindowUnit) -> WindowResult:
+        message = self.actor.message(unit.model_dump_json()).copy(message_id=unit.message_id())
+        key = self.backend.build_message_key(message)
+        where = f"pages {unit.first}-{unit.last} of {unit.name}"
+        try:
+            self.backend.client.delete(key)  # an answer left by an earlier attempt
+            self.broker.enqueue(message)
+            self.sent += 1
+            raw = self._answer(message)
+            self.backend.client.delete(key)
+        except ResultTimeout as exc:
+            raise UnitTimeoutError(
+                f"{where}: no worker answered within {self.unit_timeout_s:g} s"
+            ) from exc
+        except redis.RedisError as exc:
+            raise BrokerUnavailableError(f"{where}: lost the broker: {exc}") from exc
+        result = _UnitResult.model_validate_json(raw)
+        if result.error is not None:
+            raise _RAISED[result.error.kind](result.error.message)
+        assert result.window is not None
+        return result.window
+
+    def _answer(self, message: dramatiq.Message[str]) -> str:
+        """The unit's answer, waited for in slices shorter than the client's socket timeout."""
+        deadline = time.monotonic() + self.unit_timeout_s
+        while True:
+            wait_s = min(_WAIT_SLICE_S, max(1.0, deadline - time.monotonic()))
+            try:
+                raw = self.backend.get_result(message, block=True, timeout=int(wait_s * 1000))
+                return str(raw)
+            except ResultTimeout:
+                if time.monotonic() >= deadline:
+                    raise
+
+    def close(self) -> None:
+        self._waiters.shutdown(wait=False, cancel_futures=True)
+        super().close()
+        self.broker.close()
+
+
+class _Readers:
+    """One WindowReader per worker thread and way of reading; PDFs from `documents`."""
+
+    def __init__(self, documents: Path) -> None:
+        self.documents = documents
+        self._local = threading.local()
+
+    def read(self, unit_json: str) -> str:
+        try:
+            unit = WindowUnit.model_validate_json(unit_json)
+            if not _PDF_NAME.match(unit.file):
+                raise BadInputError(f"not a stored document: {unit.file!r}")
+            log.info(
+                "unit %s: pages %d-%d of %s", unit.message_id(), unit.first, unit.last, unit.name
+            )
+            result = self._reader(unit).read(
+                str(self.documents / unit.file),
+                unit.name,
+                unit.password,
+                unit.doc_id,
+                unit.first,
+                unit.last,
+            )
+            log.info("unit %s: read", unit.message_id())
+            return _UnitResult(window=result).model_dump_json()
+        except Exception as exc:  # returned to the coordinator, which fails the document
+            log.info("unit failed: %s: %s", type(exc).__name__, exc)
+            error = _UnitError(kind=_error_kind(exc), message=f"worker: {exc}")
+            return _UnitResult(error=error).model_dump_json()
+
+    def _reader(self, unit: WindowUnit) -> WindowReader:
+        readers: dict[str, WindowReader] = getattr(self._local, "readers", None) or {}
+        self._local.readers = readers
+        key = unit.options.model_dump_json() + unit.limits.model_dump_json()
+        if key not in readers:
+            readers[key] = WindowReader(unit.options, None, unit.limits)
+        return readers[key]
+
+
+def run_worker(
+    url: str, data_dir: Path, stop: threading.Event, *, heartbeat_s: float = 60.0
+) -> None:
+    """Read units until `stop` is set; the documents come from `data_dir/documents` (read only)."""
+    import pymupdf
+
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    pymupdf.TOOLS.mupdf_display_warnings(False)
+    broker, _ = connect(url, heartbeat_s=heartbeat_s)
+    readers = _Readers(data_dir / "documents")
+    _declare(broker, readers.read)
+    worker = dramatiq.Worker(broker, queues={QUEUE}, worker_threads=1, worker_timeout=500)
+    worker.start()
+    log.info("folio worker reading %s from %s", QUEUE, _redact(url))
+    try:
+        stop.wait()
+    finally:
+        worker.stop()
+        broker.close()
