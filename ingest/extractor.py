@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from ingest.guards import PdfLimits, check_pdf
 from ingest.page_cache import SqlitePageCache
 from ocr_engine.errors import FolioError
+from ocr_engine.images import document_pdf_bytes
 from ocr_engine.options import ExtractOptions
 from ocr_engine.pdf import open_pdf
 from ocr_engine.reader import PageReader
@@ -70,7 +71,7 @@ class WindowReader:
         if self._open is not None and self._open[:2] == (path, password):
             return self._open[2], self._open[3]
         self.release()
-        data = Path(path).read_bytes()
+        data = document_pdf_bytes(Path(path).read_bytes(), name)  # an image: wrapped into a PDF
         pdf = open_pdf(data, password=password, name=name)
         self._open = (path, password, pdf, data)
         return pdf, data

@@ -33,6 +33,7 @@ from ingest.passwords import fingerprint
 from ingest.pipeline import FileResult, FileStatus, Ingestor
 from ingest.records import INDEXED, DocStatus, DocumentRecord, NotRemovedError, RemovedFileGoneError
 from ingest.staging import clear_staging
+from ocr_engine.images import is_document_name
 from retrieval.store import VectorStore
 
 __all__ = ["RecoveryReport", "ScanReport", "Sync", "find_pdfs", "is_pdf_name", "summarize"]
@@ -44,8 +45,9 @@ _SEEN_EVERY_S = 3600.0  # `seen_at` of an unchanged path is refreshed at most th
 
 
 def is_pdf_name(name: str) -> bool:
-    """A PDF by its name; hidden files (editors' and copy tools' temporaries) are left alone."""
-    return name.lower().endswith(".pdf") and not name.startswith(".")
+    """A PDF or an accepted image (PNG, JPEG, TIFF, WebP, BMP) by its name; hidden files
+    (editors' and copy tools' temporaries) are left alone."""
+    return is_document_name(name) and not name.startswith(".")
 
 
 def _walk(root: str, found: dict[str, tuple[int, int]]) -> None:
@@ -68,7 +70,7 @@ def _walk(root: str, found: dict[str, tuple[int, int]]) -> None:
 
 
 def find_pdfs(paths: Sequence[Path]) -> list[Path]:
-    """Files given directly, plus the PDFs found by walking the directories given."""
+    """Files given directly, plus the PDFs and images found by walking the directories given."""
     out: list[Path] = []
     for path in paths:
         if path.is_dir():

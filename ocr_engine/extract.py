@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ocr_engine.furniture import FurnitureMarker
+from ocr_engine.images import document_pdf_bytes
 from ocr_engine.options import ExtractOptions
 from ocr_engine.pdf import open_pdf, read_pdf_bytes
 from ocr_engine.pymupdf_engine import PyMuPDFEngine
@@ -36,6 +37,7 @@ def iter_pages(
     """Pages `first`..`last` (1-based, inclusive) in order, read a window at a time."""
     reader = reader or PageReader()
     doc_id = hashlib.sha256(data).hexdigest()
+    data = document_pdf_bytes(data, name)  # an image: wrapped into a PDF, one page per frame
     with open_pdf(data, password=password, name=name) as pdf:
         end = pdf.page_count if last is None else min(last, pdf.page_count)
         for start in range(max(1, first), end + 1, window):

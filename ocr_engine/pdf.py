@@ -1,4 +1,5 @@
-"""Open a PDF from a path or bytes, refusing unreadable input with a clear human reason."""
+"""Open a PDF (or an image, wrapped into one) from a path or bytes, refusing unreadable input
+with a clear human reason."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 import pymupdf
 
 from ocr_engine.errors import BadInputError, PasswordError
+from ocr_engine.images import image_to_pdf, sniff, stored_pdf_bytes
 
-__all__ = ["open_pdf", "read_pdf_bytes"]
+__all__ = ["open_pdf", "open_stored", "read_pdf_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +68,12 @@ def _looks_truncated(data: bytes) -> bool:
 def open_pdf(
     path_or_bytes: Path | str | bytes, *, password: str | None = None, name: str | None = None
 ) -> pymupdf.Document:
-    """Open a PDF for reading or raise `BadInputError` saying why it cannot be read."""
+    """Open a PDF (an image: wrapped into one, `ocr_engine.images`) for reading or raise
+    `BadInputError` saying why it cannot be read."""
     data, default_name = read_pdf_bytes(path_or_bytes)
     label = name or default_name
+    if sniff(data) not in (None, "pdf"):
+        data = image_to_pdf(data, label)
     _check_bytes(data, label)
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
@@ -99,3 +104,10 @@ def _check_document(doc: pymupdf.Document, data: bytes, label: str, password: st
         raise BadInputError(f"{label}: the PDF is truncated (no end-of-file marker, broken xref)")
     if doc.is_repaired:
         log.warning("%s: damaged PDF was repaired by MuPDF; some content may be missing", label)
+
+
+def open_stored(path: Path) -> pymupdf.Document:
+    """A stored copy (`DATA_DIR/documents/{doc_id}.pdf`) for rendering: the PDF file itself, or
+    the PDF an image it holds is wrapped into."""
+    made = stored_pdf_bytes(path)
+    return pymupdf.open(path) if made is None else pymupdf.open(stream=made, filetype="pdf")

@@ -21,6 +21,8 @@ from ingest.records import (
     RemovedFileGoneError,
     Tombstone,
 )
+from ocr_engine.errors import BadInputError
+from ocr_engine.images import document_pdf_bytes, sniff
 from server.deps import ApiError, DocId, Svc, record_or_404
 from server.shutdown import StoppableStream
 
@@ -29,7 +31,6 @@ __all__ = ["PDF_MAGIC", "UploadAccepted", "router"]
 log = logging.getLogger(__name__)
 
 PDF_MAGIC = b"%PDF-"
-_MAGIC_WINDOW = 1024  # readers accept the header anywhere in the first KiB
 _READ_CHUNK = 1 << 20
 _HEARTBEAT_S = 15.0
 _QUEUE_EVENTS = 1000
@@ -59,16 +60,32 @@ async def _read_limited(file: UploadFile, limit: int) -> bytes:
     return b"".join(parts)
 
 
+def _check_upload(data: bytes, name: str) -> None:
+    """A PDF or an accepted image by its content (415 otherwise); the image is checked whole."""
+    kind = sniff(data)
+    if kind == "pdf":
+        return
+    if kind is None:
+        raise ApiError(
+            415,
+            "not_a_pdf",
+            f"{name}: not a PDF (no %PDF- header) nor a PNG, JPEG, TIFF, WebP or BMP image",
+        )
+    try:
+        document_pdf_bytes(data, name)
+    except BadInputError as exc:
+        raise ApiError(415, "unreadable_image", str(exc)) from None
+
+
 @router.post("/documents", status_code=202)
 async def upload(file: UploadFile, request: Request, svc: Svc) -> UploadAccepted:
-    """Store an uploaded PDF and queue it; the same bytes again are not processed twice."""
+    """Store an uploaded PDF or image and queue it; the same bytes again are not processed twice."""
     limit = svc.settings.max_upload_mb << 20
     data = await _read_limited(file, limit)
     name = file.filename or "upload.pdf"
     if not data:
         raise ApiError(400, "empty_file", f"{name}: the upload is empty")
-    if PDF_MAGIC not in data[:_MAGIC_WINDOW]:
-        raise ApiError(415, "not_a_pdf", f"{name}: not a PDF (no %PDF- header)")
+    await asyncio.to_thread(_check_upload, data, name)
     known = {r.doc_id for r in svc.ledger.documents()}
     record = await asyncio.to_thread(svc.sync.add_upload, data, name)
     _wake(request)

@@ -16,6 +16,7 @@ import pymupdf
 from PIL import Image, ImageDraw
 
 from ocr_engine.errors import BadInputError
+from ocr_engine.pdf import open_stored
 from ocr_engine.render import fit_dpi
 
 BBox = tuple[float, float, float, float]
@@ -109,7 +110,7 @@ class PageRenderer:
         with self._lock:
             if (rect := self._rects.get(key)) is not None:
                 return rect
-        with pymupdf.open(pdf) as doc:
+        with open_stored(pdf) as doc:
             _check_range(doc, number)
             rect = doc[number - 1].rect
         with self._lock:
@@ -151,7 +152,7 @@ def _box(rect: pymupdf.Rect) -> BBox:
 
 
 def _render(pdf: Path, number: int, dpi: int, clip: pymupdf.Rect | None) -> Render:
-    with pymupdf.open(pdf) as doc:
+    with open_stored(pdf) as doc:
         _check_range(doc, number)
         pix = doc[number - 1].get_pixmap(dpi=dpi, clip=clip, alpha=False)
         image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
