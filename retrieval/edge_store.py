@@ -6,7 +6,7 @@ import json
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, assert_never
@@ -15,10 +15,10 @@ from uuid import UUID
 import numpy as np
 import qdrant_edge as qe
 
-from retrieval.schema import Chunk, ScoredChunk, SearchFilter, point_id
-from retrieval.sparse import SparseVec
+from retrieval.schema import Chunk, SearchFilter
 from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError, WriteHealth
 from retrieval.store_common import (
+    DOC_ID_FIELD,
     LEXICAL_NAME,
     PAYLOAD_INDEXES,
     SCROLL_PAGE,
@@ -29,16 +29,13 @@ from retrieval.store_common import (
     IntRange,
     MatchAny,
     MatchValue,
-    chunk_from_payload,
     chunk_payload,
     doc_filter,
     lexical_document,
-    lexical_query,
-    matches_nothing,
-    query_vector,
     search_filter,
     vector_rows,
 )
+from retrieval.store_reads import HybridQuery, StoreReads
 
 __all__ = ["VECTOR_NAME", "EdgeStore", "build_filter"]
 
@@ -71,6 +68,29 @@ def _edge_filter(spec: FilterSpec) -> qe.Filter:
     )
 
 
+def _edge_request(query: HybridQuery) -> qe.QueryRequest:
+    flt = _edge_filter(query.filter) if query.filter is not None else None
+    nearest = qe.Query.Nearest(query.dense, using=VECTOR_NAME)
+    if query.lexical is None:
+        return qe.QueryRequest(
+            limit=query.limit, query=nearest, filter=flt, with_payload=True, with_vector=False
+        )
+    sparse = qe.SparseVector(query.lexical.indices, query.lexical.values)
+    n = query.prefetch
+    prefetches = [
+        qe.Prefetch(limit=n, query=nearest, filter=flt),
+        qe.Prefetch(limit=n, query=qe.Query.Nearest(sparse, using=LEXICAL_NAME), filter=flt),
+    ]
+    return qe.QueryRequest(
+        limit=query.limit,
+        query=qe.Fusion.Rrf(k=query.rrf_k, weights=query.weights),  # type: ignore[arg-type]
+        prefetches=prefetches,
+        filter=flt,
+        with_payload=True,
+        with_vector=False,
+    )
+
+
 def _doc_filter(doc_id: str) -> qe.Filter:
     return _edge_filter(doc_filter(doc_id))
 
@@ -81,7 +101,7 @@ def _index_params(kind: IndexKind) -> qe.PayloadSchemaType | qe.IntegerIndexPara
     return qe.IntegerIndexParams(lookup=True, range=True)
 
 
-class EdgeStore:
+class EdgeStore(StoreReads):
     """Chunks with dense and lexical vectors in a Qdrant Edge shard under `path`; persists and
     reopens. An index written by an earlier folio without this lexical vector is rebuilt empty
     (`rebuilt` is then True): it is derived data, and the ledger's recovery re-ingests its
@@ -135,97 +155,46 @@ class EdgeStore:
         logger.debug("deleted %d chunks of %s", n, doc_id)
         return n
 
-    def search(
-        self,
-        vector: np.ndarray,
-        limit: int,
-        flt: SearchFilter | None = None,
-        *,
-        text: str | None = None,
-    ) -> list[ScoredChunk]:
-        """The `limit` best chunks that pass `flt`, best first: nearest to `vector`, or with
-        `text`, dense and lexical candidates fused by rank (RRF) in one query."""
-        query = query_vector(vector, self._dim)
-        if limit < 1 or matches_nothing(flt):
-            return []
-        request = self._request(query, limit, build_filter(flt), lexical_query(text))
+    def _query(self, query: HybridQuery) -> list[tuple[Any, float]]:
+        request = _edge_request(query)
         with self._lock:
             shard = self._require()
             points = self._do(lambda: shard.query(request))
-        return [
-            ScoredChunk(chunk=chunk_from_payload(p.payload), score=float(p.score)) for p in points
-        ]
+        return [(p.payload, float(p.score)) for p in points]
 
-    def _request(
-        self, dense: list[float], limit: int, flt: qe.Filter | None, lexical: SparseVec | None
-    ) -> qe.QueryRequest:
-        nearest = qe.Query.Nearest(dense, using=VECTOR_NAME)
-        if lexical is None:
-            return qe.QueryRequest(
-                limit=limit, query=nearest, filter=flt, with_payload=True, with_vector=False
-            )
-        n = self.hybrid.prefetch_limit(limit)
-        sparse = qe.SparseVector(lexical.indices, lexical.values)
-        prefetches = [
-            qe.Prefetch(limit=n, query=nearest, filter=flt),
-            qe.Prefetch(limit=n, query=qe.Query.Nearest(sparse, using=LEXICAL_NAME), filter=flt),
-        ]
-        fusion = qe.Fusion.Rrf(k=self.hybrid.rrf_k, weights=self.hybrid.weights)
-        return qe.QueryRequest(
-            limit=limit,
-            query=fusion,  # type: ignore[arg-type]  # the stub names the Fusion class, not Rrf
-            prefetches=prefetches,
-            filter=flt,
-            with_payload=True,
-            with_vector=False,
-        )
-
-    def count(self, doc_id: str | None = None) -> int:
-        """Chunks in the store, or of one document."""
-        flt = _doc_filter(doc_id) if doc_id is not None else None
+    def _count(self, spec: FilterSpec | None) -> int:
+        flt = _edge_filter(spec) if spec is not None else None
         with self._lock:
             shard = self._require()
             return self._do(lambda: shard.count(qe.CountRequest(exact=True, filter=flt)))
 
-    def doc_ids(self) -> dict[str, int]:
-        """Every indexed document id with its number of chunks (a facet over the keyword index)."""
+    def _facet_doc_ids(self, limit: int) -> list[tuple[str, int]]:
+        request = qe.FacetRequest(key=DOC_ID_FIELD, limit=limit, exact=True)
         with self._lock:
             shard = self._require()
-            total = self._do(lambda: shard.count(qe.CountRequest(exact=True)))
-            if total == 0:
-                return {}
-            request = qe.FacetRequest(key="doc_id", limit=total, exact=True)
             response = self._do(lambda: shard.facet(request))
-        # the facet keeps values of deleted points with a count of 0
-        return {str(hit.value): hit.count for hit in response.hits if hit.count > 0}
+        return [(str(hit.value), hit.count) for hit in response.hits]
 
-    def chunks(self, doc_id: str) -> list[Chunk]:
-        """Every chunk of one document, in chunk-id order."""
-        found: list[Chunk] = []
+    def _scroll(self, spec: FilterSpec) -> Iterator[Any]:
+        flt = _edge_filter(spec)
         offset: Any = None
         with self._lock:
             shard = self._require()
             while True:
                 request = qe.ScrollRequest(
-                    offset=offset, limit=SCROLL_PAGE, filter=_doc_filter(doc_id), with_payload=True
+                    offset=offset, limit=SCROLL_PAGE, filter=flt, with_payload=True
                 )
                 records, offset = self._do(partial(shard.scroll, request))
-                found.extend(chunk_from_payload(record.payload) for record in records)
+                yield from (record.payload for record in records)
                 if offset is None:
                     break
-        return sorted(found, key=lambda chunk: chunk.chunk_id)
 
-    def get(self, doc_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
-        """The chunks of `doc_id` with these ids that are stored, in the order asked."""
-        if not chunk_ids:
-            return []
-        ids: list[int | UUID | str] = [point_id(doc_id, c) for c in chunk_ids]
+    def _retrieve(self, ids: list[str]) -> list[Any]:
+        point_ids: list[int | UUID | str] = list(ids)
         with self._lock:
             shard = self._require()
-            records = self._do(partial(shard.retrieve, ids, True, False))
-        chunks = [chunk_from_payload(r.payload) for r in records if r.payload]
-        found = {chunk.chunk_id: chunk for chunk in chunks}
-        return [found[c] for c in chunk_ids if c in found]
+            records = self._do(partial(shard.retrieve, point_ids, True, False))
+        return [r.payload for r in records if r.payload]
 
     def flush(self) -> None:
         """Make every write durable."""

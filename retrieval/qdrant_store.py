@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
@@ -22,8 +22,7 @@ from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from retrieval.index_meta import METADATA_KEY, IndexModel, QdrantCluster, settle_model
-from retrieval.schema import Chunk, ScoredChunk, SearchFilter, point_id
-from retrieval.sparse import SparseVec
+from retrieval.schema import Chunk
 from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError, WriteHealth
 from retrieval.store_common import (
     DOC_ID_FIELD,
@@ -37,17 +36,13 @@ from retrieval.store_common import (
     IntRange,
     MatchAny,
     MatchValue,
-    chunk_from_payload,
     chunk_payload,
     doc_filter,
     lexical_document,
-    lexical_query,
-    matches_nothing,
-    query_vector,
-    search_filter,
     stale_filter,
     vector_rows,
 )
+from retrieval.store_reads import HybridQuery, StoreReads
 
 __all__ = ["DEFAULT_COLLECTION", "QdrantServerStore", "index_params", "qdrant_filter"]
 
@@ -79,6 +74,27 @@ def qdrant_filter(spec: FilterSpec) -> qm.Filter:
     return qm.Filter(must=must, must_not=must_not)
 
 
+def _server_query(collection: str, query: HybridQuery) -> Callable[[QdrantClient], Any]:
+    """One `query_points` call: dense only, or both lists fused by Qdrant."""
+    flt = qdrant_filter(query.filter) if query.filter is not None else None
+    common: dict[str, Any] = {
+        "collection_name": collection,
+        "query_filter": flt,
+        "limit": query.limit,
+        "with_payload": True,
+        "with_vectors": False,
+    }
+    if query.lexical is None:
+        return partial(QdrantClient.query_points, query=query.dense, using=VECTOR_NAME, **common)
+    sparse = qm.SparseVector(indices=query.lexical.indices, values=query.lexical.values)
+    prefetch = [
+        qm.Prefetch(query=query.dense, using=VECTOR_NAME, filter=flt, limit=query.prefetch),
+        qm.Prefetch(query=sparse, using=LEXICAL_NAME, filter=flt, limit=query.prefetch),
+    ]
+    fusion = qm.RrfQuery(rrf=qm.Rrf(k=query.rrf_k, weights=query.weights))
+    return partial(QdrantClient.query_points, query=fusion, prefetch=prefetch, **common)
+
+
 def index_params(kind: IndexKind) -> qm.PayloadSchemaParams:
     """The server's payload index for a shared index kind."""
     if kind == "keyword":
@@ -86,7 +102,7 @@ def index_params(kind: IndexKind) -> qm.PayloadSchemaParams:
     return qm.IntegerIndexParams(type=qm.IntegerIndexType.INTEGER, lookup=True, range=True)
 
 
-class QdrantServerStore:
+class QdrantServerStore(StoreReads):
     """Chunks with dense and lexical vectors in one collection of a Qdrant server.
 
     Give exactly one of `url` (a server), `location=":memory:"` or `path` (qdrant-client's local
@@ -190,92 +206,31 @@ class QdrantServerStore:
         logger.debug("deleted %d chunks of %s", n, doc_id)
         return n
 
-    def search(
-        self,
-        vector: np.ndarray,
-        limit: int,
-        flt: SearchFilter | None = None,
-        *,
-        text: str | None = None,
-    ) -> list[ScoredChunk]:
-        """The `limit` best chunks that pass `flt`, best first: nearest to `vector`, or with
-        `text`, dense and lexical candidates fused by rank (RRF) in one query."""
-        query = query_vector(vector, self._dim)
-        if limit < 1 or matches_nothing(flt):
-            return []
-        spec = search_filter(flt)
-        query_filter = qdrant_filter(spec) if spec is not None else None
-        call = self._query(query, limit, query_filter, lexical_query(text))
+    def _query(self, query: HybridQuery) -> list[tuple[Any, float]]:
+        call = _server_query(self.collection, query)
         with self._reading():
             client = self._require()
             response = self._do(lambda: call(client))
-        return [
-            ScoredChunk(chunk=chunk_from_payload(p.payload), score=float(p.score))
-            for p in response.points
-        ]
+        return [(p.payload, float(p.score)) for p in response.points]
 
-    def _query(
-        self,
-        dense: list[float],
-        limit: int,
-        flt: qm.Filter | None,
-        lexical: SparseVec | None,
-    ) -> Callable[[QdrantClient], qm.QueryResponse]:
-        """One `query_points` call: dense only, or both lists fused by Qdrant."""
-        common: dict[str, Any] = {
-            "query_filter": flt,
-            "limit": limit,
-            "with_payload": True,
-            "with_vectors": False,
-        }
-        if lexical is None:
-            return partial(
-                QdrantClient.query_points,
-                collection_name=self.collection,
-                query=dense,
-                using=VECTOR_NAME,
-                **common,
-            )
-        n = self.hybrid.prefetch_limit(limit)
-        sparse = qm.SparseVector(indices=lexical.indices, values=lexical.values)
-        prefetch = [
-            qm.Prefetch(query=dense, using=VECTOR_NAME, filter=flt, limit=n),
-            qm.Prefetch(query=sparse, using=LEXICAL_NAME, filter=flt, limit=n),
-        ]
-        fusion = qm.RrfQuery(rrf=qm.Rrf(k=self.hybrid.rrf_k, weights=self.hybrid.weights))
-        return partial(
-            QdrantClient.query_points,
-            collection_name=self.collection,
-            query=fusion,
-            prefetch=prefetch,
-            **common,
-        )
-
-    def count(self, doc_id: str | None = None) -> int:
-        """Chunks in the store, or of one document."""
-        flt = qdrant_filter(doc_filter(doc_id)) if doc_id is not None else None
+    def _count(self, spec: FilterSpec | None) -> int:
+        flt = qdrant_filter(spec) if spec is not None else None
         with self._reading():
             client = self._require()
             return self._do(
                 lambda: client.count(self.collection, count_filter=flt, exact=True).count
             )
 
-    def doc_ids(self) -> dict[str, int]:
-        """Every indexed document id with its number of chunks (a facet over the keyword index)."""
+    def _facet_doc_ids(self, limit: int) -> list[tuple[str, int]]:
         with self._reading():
             client = self._require()
-            total = self._do(lambda: client.count(self.collection, exact=True).count)
-            if total == 0:
-                return {}
             response = self._do(
-                lambda: client.facet(self.collection, key=DOC_ID_FIELD, limit=total, exact=True)
+                lambda: client.facet(self.collection, key=DOC_ID_FIELD, limit=limit, exact=True)
             )
-        return {str(hit.value): hit.count for hit in response.hits if hit.count > 0}
+        return [(str(hit.value), hit.count) for hit in response.hits]
 
-    def chunks(self, doc_id: str) -> list[Chunk]:
-        """Every chunk of one document, in chunk-id order."""
-        flt = qdrant_filter(doc_filter(doc_id))
-        found: list[Chunk] = []
+    def _scroll(self, spec: FilterSpec) -> Iterator[Any]:
+        flt = qdrant_filter(spec)
         offset: Any = None
         with self._reading():
             client = self._require()
@@ -290,26 +245,24 @@ class QdrantServerStore:
                     with_vectors=False,
                 )
                 records, offset = self._do(page)
-                found.extend(chunk_from_payload(record.payload) for record in records)
+                yield from (record.payload for record in records)
                 if offset is None:
                     break
-        return sorted(found, key=lambda chunk: chunk.chunk_id)
 
-    def get(self, doc_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
-        """The chunks of `doc_id` with these ids that are stored, in the order asked."""
-        if not chunk_ids:
-            return []
-        ids = [point_id(doc_id, c) for c in chunk_ids]
+    def _retrieve(self, ids: list[str]) -> list[Any]:
+        point_ids: list[Any] = list(ids)
         with self._reading():
             client = self._require()
             records = self._do(
                 partial(
-                    client.retrieve, self.collection, ids, with_payload=True, with_vectors=False
+                    client.retrieve,
+                    self.collection,
+                    point_ids,
+                    with_payload=True,
+                    with_vectors=False,
                 )
             )
-        chunks = [chunk_from_payload(r.payload) for r in records if r.payload]
-        found = {chunk.chunk_id: chunk for chunk in chunks}
-        return [found[c] for c in chunk_ids if c in found]
+        return [r.payload for r in records if r.payload]
 
     def flush(self) -> None:
         """Every write already waited for the server to apply it; checks the store is open."""
