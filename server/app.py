@@ -35,6 +35,7 @@ from server.deps import (
 )
 from server.documents_api import router as documents_router
 from server.ingest_api import router as ingest_router
+from server.mcp_server import mcp_endpoint
 from server.services import Services
 from server.shutdown import Stopping
 from server.web import router as web_router
@@ -79,7 +80,8 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
             watcher.start()
             log.info("watching %s", settings.watch_dir)
         try:
-            yield
+            async with mcp.session_manager.run():
+                yield
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -101,6 +103,8 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     app.state.renderer = renderer
     app.include_router(crops_router)
     app.include_router(web_router)
+    mcp = mcp_endpoint(services, renderer)  # streamable HTTP at /mcp, behind the API key
+    app.router.routes.extend(mcp.routes)
 
     metrics = install_api(app, services)
 

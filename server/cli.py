@@ -490,6 +490,38 @@ def worker(data_dir: DataDir = None) -> None:
         raise typer.Exit(2) from None
 
 
+@app.command()
+def mcp(data_dir: DataDir = None) -> None:
+    """Serve folio's tools (search, ask, list_documents, read_page) to an MCP client over stdio;
+    while `folio serve` holds the data directory, its /mcp endpoint serves them instead."""
+    from server.datadir import DataDirBusyError, lock_holder
+    from server.mcp_server import MCP_PATH, build_mcp
+
+    _setup_logging(False)
+    settings = _settings(data_dir=data_dir)
+    holder = lock_holder(settings.data_dir)
+    try:
+        if holder is not None and holder.url is not None:
+            raise DataDirBusyError(settings.data_dir, holder)
+        services = _build(settings, "mcp")
+    except DataDirBusyError as exc:
+        if exc.holder is not None and exc.holder.url is not None:
+            typer.echo(
+                f"error: {settings.data_dir} is served by pid {exc.holder.pid}: connect your MCP "
+                f"client to {exc.holder.url}{MCP_PATH} (streamable HTTP) instead",
+                err=True,
+            )
+            raise typer.Exit(2) from None
+        _busy(exc)
+    from server.deps import page_renderer
+
+    try:
+        services.sync.recover()
+        build_mcp(services, page_renderer(settings), settings.link_signer()).run("stdio")
+    finally:
+        services.close()
+
+
 def _url(host: str, port: int) -> str:
     """Where a client on this machine reaches a server bound to `host`."""
     host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
