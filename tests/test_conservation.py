@@ -21,7 +21,7 @@ from tests.conftest import shared_path
 NEVER = ExtractOptions(ocr=OcrMode.never)
 CORPORA = ["docling", "financebench", "mmlongbench_doc", "docugami_sec10q"]
 CORPORA += ["olmocr_bench_sample", "scanned", "zh"]
-PAGES_PER_FILE = 3  # spread over each file: every PDF is read, not every page
+PAGES_PER_FILE = 5  # spread over each file: every PDF is read, not every page
 
 
 def _unbalanced(path: Path, engine: PyMuPDFEngine, limit: int | None) -> list[str]:
