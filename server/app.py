@@ -34,6 +34,7 @@ from server.deps import (
     rendering_errors,
 )
 from server.documents_api import router as documents_router
+from server.extract_api import router as extract_router
 from server.ingest_api import router as ingest_router
 from server.mcp_server import mcp_endpoint
 from server.services import Services
@@ -102,6 +103,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     app.include_router(answers_router, dependencies=[QUERY_LIMITS])
     app.state.renderer = renderer
     app.include_router(crops_router)
+    app.include_router(extract_router)
     app.include_router(web_router)
     mcp = mcp_endpoint(services, renderer)  # streamable HTTP at /mcp, behind the API key
     app.router.routes.extend(mcp.routes)
