@@ -228,7 +228,10 @@ def _run(
     from retrieval.search import Retriever
 
     corpus, cases = variant.corpus, variant.corpus.cases
-    index = open_folio(corpus.name, corpus.pdfs, args.work, ocr=args.ocr, seed=base)
+    existing = args.folio_index if variant.label == "real names" else None
+    index = open_folio(
+        corpus.name, corpus.pdfs, args.work, ocr=args.ocr, seed=base, existing=existing
+    )
     services = index.services
     _tune(services.store, args)
     named = NamedDocuments(services.ledger.sources)
@@ -245,7 +248,9 @@ def _run(
         ("folio (hybrid, chunk hits)" + tag, _folio_ranked(chunk_hits, cases)),
         ("folio (dense only)" + tag, _folio_ranked(dense, cases)),
     ]
-    reports = [f"{variant.label}: folio index {index.pages} pages, OCR {args.ocr}"]
+    reports = [
+        f"{variant.label}: folio index {index.directory} ({index.pages} pages, OCR {args.ocr})"
+    ]
     try:
         if base == "financebench" and not args.no_citations:
             reports.append(_financebench_citations(services.retriever, corpus, variant.label))
@@ -298,6 +303,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=("real", "opaque", "both"),
         default="both",
         help="the files' real names, opaque ones (doc_0001.pdf, ...), or a run of each",
+    )
+    parser.add_argument(
+        "--folio-index",
+        type=Path,
+        help="query this finished folio index (under --work) for the real names, whatever its key",
     )
     parser.add_argument("--skip-llamaindex", action="store_true")
     parser.add_argument(
@@ -364,6 +374,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{report}")
     command = f"python -m eval retrieval --dataset {args.dataset} --data {args.data}"
     command += f" --names {args.names}"
+    if args.folio_index is not None:
+        command += f" --folio-index {args.folio_index}"
+    if args.skip_llamaindex:
+        command += " --skip-llamaindex"
     if args.dense_sentences != DENSE_POOL:
         command += f" --dense-sentences {args.dense_sentences}"
     print(f"\ncommand: {command}")

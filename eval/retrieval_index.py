@@ -58,17 +58,22 @@ def open_folio(
     ocr: str = "never",
     max_tokens: int = 256,
     seed: str | None = None,
+    existing: Path | None = None,
 ) -> FolioIndex:
     """The folio index of `pdfs`, ingested now unless this key's directory already holds it; a
     new one starts its page cache from the indexes of `seed` (default `corpus`), whose pages are
-    keyed by the files' bytes, so the same files under other names are not read again."""
+    keyed by the files' bytes, so the same files under other names are not read again.
+    `existing` opens that finished index instead (one built by earlier code, whatever its key).
+    """
     from retrieval.embedder import SentenceTransformerEmbedder
     from server.services import build_services
     from server.settings import Settings
 
     inner = SentenceTransformerEmbedder()
     embedder = CachedEmbedder(inner, work / "embeddings.sqlite3")
-    directory = work / _folio_key(corpus, ocr, max_tokens, inner.name)
+    directory = existing or work / _folio_key(corpus, ocr, max_tokens, inner.name)
+    if existing is not None and not (existing / _DONE).is_file():
+        raise FileNotFoundError(f"{existing} holds no finished benchmark index ({_DONE})")
     if not directory.exists():
         _seed_page_cache(directory, sorted(work.glob(f"{seed or corpus}-*/page_cache.sqlite3")))
     settings = Settings(data_dir=directory, ocr=ocr, max_tokens=max_tokens)  # type: ignore[arg-type]
