@@ -17,6 +17,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from ocr_engine.geometry import Box, area, centre_inside, intersection
+
 __all__ = [
     "HIT_SHARE",
     "BoxCase",
@@ -33,28 +35,18 @@ __all__ = [
     "score_boxes",
 ]
 
-Box = tuple[float, float, float, float]
 HIT_SHARE = 0.5
 """A cited box hits when at least this share of its area lies inside the gold evidence."""
 LAYOUTS = Path("mmdocir/layouts_dev.jsonl")
 _FURNITURE = {"page_header", "page_footer"}
 
 
-def _area(b: Box) -> float:
-    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
-
-
 def inside_share(region: Box, golds: Sequence[Box]) -> float:
     """The share of `region`'s area inside the union of `golds` (exact, by the boxes' edges); a
     box without area counts 1 when its centre lies in a gold box, else 0."""
-    if _area(region) == 0:
-        cx, cy = (region[0] + region[2]) / 2, (region[1] + region[3]) / 2
-        return float(any(g[0] <= cx <= g[2] and g[1] <= cy <= g[3] for g in golds))
-    clipped = [
-        (max(g[0], region[0]), max(g[1], region[1]), min(g[2], region[2]), min(g[3], region[3]))
-        for g in golds
-    ]
-    clipped = [c for c in clipped if _area(c) > 0]
+    if area(region) == 0:
+        return float(any(centre_inside(region, g, pad=0.0) for g in golds))
+    clipped = [c for g in golds if (c := intersection(g, region)) is not None]
     if not clipped:
         return 0.0
     xs = sorted({x for c in clipped for x in (c[0], c[2])})
@@ -65,7 +57,7 @@ def inside_share(region: Box, golds: Sequence[Box]) -> float:
             cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
             if any(c[0] <= cx <= c[2] and c[1] <= cy <= c[3] for c in clipped):
                 covered += (x1 - x0) * (y1 - y0)
-    return covered / _area(region)
+    return covered / area(region)
 
 
 def chance(lines: Sequence[Box], golds: Sequence[Box]) -> float | None:

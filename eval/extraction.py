@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pymupdf
 
+from ocr_engine.geometry import Box, iou
 from ocr_engine.pymupdf_engine import PyMuPDFEngine
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-Box = tuple[float, float, float, float]
 IOU_MIN = 0.5
 SECTION = "## Extraction (issue 2)"
 HEADING_KINDS = {"title", "section_header", "section-header"}
@@ -68,17 +68,6 @@ class PageBoxes:
 
 
 Pages = dict[int, PageBoxes]
-
-
-def iou(a: Box, b: Box) -> float:
-    """Intersection over union of two boxes."""
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    if w <= 0 or h <= 0:
-        return 0.0
-    inter = w * h
-    area = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / area if area > 0 else 0.0
 
 
 def ground_truth(path: Path) -> Pages:

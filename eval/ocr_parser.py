@@ -24,22 +24,14 @@ from pathlib import Path
 import pymupdf
 
 from ocr_engine.deepseek import parse_grounding
+from ocr_engine.geometry import iou
 from ocr_engine.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.schema import Block, BlockType
 
-Box = tuple[float, float, float, float]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = "ocr_samples/deepseek_ocr__docling__deepseek_example.md"
 PDF = "docling/pdf/2305.03393v1-pg9.pdf"
 _MARKUP = re.compile(r"\\[()\[\]]|</?[a-z]+[^>]*>|[#*|]|-{3,}")
-
-
-def iou(a: Box, b: Box) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def normalise(text: str) -> str:

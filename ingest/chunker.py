@@ -17,8 +17,9 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType, Document, Page
-from retrieval.schema import BBox, Chunk, ChunkLine, Region, union_bbox
+from retrieval.schema import BBox, Chunk, ChunkLine, Region
 
 __all__ = ["ChunkStream", "chunk_document", "document_label"]
 
@@ -64,7 +65,7 @@ class _Unit:
 
     @property
     def region(self) -> Region:
-        bbox = self.block.bbox if self.whole else union_bbox([p.bbox for p in self.pieces])
+        bbox = self.block.bbox if self.whole else union([p.bbox for p in self.pieces])
         return Region(page=self.pieces[0].page, bbox=bbox)
 
 
@@ -462,7 +463,7 @@ def _regions(units: Sequence[_Unit]) -> list[Region]:
     for unit in units:
         if previous is not None and previous.key == unit.key and not unit.whole:
             last = regions[-1]
-            regions[-1] = Region(page=last.page, bbox=union_bbox([last.bbox, unit.region.bbox]))
+            regions[-1] = Region(page=last.page, bbox=union([last.bbox, unit.region.bbox]))
         else:
             regions.append(unit.region)
         previous = unit

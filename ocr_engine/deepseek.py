@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ocr_engine.errors import EngineOutputError
+from ocr_engine.geometry import Box, from_grid, rounded, union
 from ocr_engine.html_table import TABLE_SPAN, parse_html_table
 from ocr_engine.line_boxes import CHAR_RATIO, estimate_lines, estimate_pitch, visible_length
 from ocr_engine.schema import Block, BlockType, Line
@@ -47,7 +48,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Box = tuple[float, float, float, float]
 GRID = 999
 GROUNDING_PROMPT = "<|grounding|>Convert the document to markdown."
 _END_TOKENS = ("<｜end▁of▁sentence｜>", "<|end▁of▁sentence|>", "<|end_of_sentence|>")
@@ -109,22 +109,11 @@ class _Frame:
     y0: float
 
     def box(self, grid: Box) -> Box:
-        gx0, gx1 = sorted((grid[0], grid[2]))
-        gy0, gy1 = sorted((grid[1], grid[3]))
-        return (
-            round(self.x0 + _unit(gx0) * self.width, 2),
-            round(self.y0 + _unit(gy0) * self.height, 2),
-            round(self.x0 + _unit(gx1) * self.width, 2),
-            round(self.y0 + _unit(gy1) * self.height, 2),
-        )
+        return rounded(from_grid(grid, GRID, self.width, self.height, self.x0, self.y0))
 
     @property
     def page(self) -> Box:
         return (self.x0, self.y0, self.x0 + self.width, self.y0 + self.height)
-
-
-def _unit(value: float) -> float:
-    return min(max(value, 0.0), GRID) / GRID
 
 
 def strip_special_tokens(text: str) -> str:
@@ -228,7 +217,7 @@ def _drafts(segment: _Segment, frame: _Frame) -> list[_Draft]:
     boxes = [frame.box(b) for b in segment.boxes] or [frame.page]
     text = _tidy(segment.content)
     if kind == BlockType.table:
-        box = _union(boxes)
+        box = union(boxes)
         table = _Draft(kind, box, "", html=segment.html)
         return [table, _Draft(BlockType.text, box, text)] if text else [table]
     if kind == BlockType.figure:
@@ -264,15 +253,6 @@ def _split_text(text: str, weights: list[float]) -> list[str]:
         parts[index].append(word)
         done += visible_length(word)
     return ["".join(p).strip() for p in parts]
-
-
-def _union(boxes: list[Box]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
 
 
 def _lead_box(text: str, drafts: list[_Draft], frame: _Frame) -> Box:

@@ -6,11 +6,10 @@ import re
 from dataclasses import dataclass
 from html import unescape
 
+from ocr_engine.geometry import Box
 from ocr_engine.schema import TableCell
 
 __all__ = ["TABLE_SPAN", "ParsedTable", "parse_html_table"]
-
-Box = tuple[float, float, float, float]
 
 TABLE_SPAN = re.compile(r"<table\b[^>]*>.*?</table\s*>", re.S | re.I)
 _MAX_SPAN = 1000  # a model can write rowspan="99999"; no real table needs more

@@ -8,8 +8,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ocr_engine.geometry import Box, union
 from ocr_engine.schema import BlockType
-from ocr_engine.textlayer import Box, RawBlock, TextLine, union
+from ocr_engine.textlayer import RawBlock, TextLine
 
 BULLET_RE = re.compile(r"^(?:[•·▪▫‣⁃◦○●■□➢➤►▶✓✔\-–—*]\s*|\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)]\s+)\S")
 CAPTION_RE = re.compile(

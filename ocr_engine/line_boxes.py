@@ -13,11 +13,10 @@ import math
 import re
 from collections.abc import Iterable
 
+from ocr_engine.geometry import Box
 from ocr_engine.schema import Line
 
 __all__ = ["CHAR_RATIO", "estimate_lines", "estimate_pitch", "visible_length"]
-
-Box = tuple[float, float, float, float]
 
 CHAR_RATIO = 0.41  # average character advance / line pitch
 _FULL_LINE = 0.8  # a line holding this share of the capacity spans the whole width

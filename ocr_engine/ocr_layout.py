@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from ocr_engine.geometry import Box, union
 from ocr_engine.layout import (
     MARGIN_BAND,
     PAGE_NUMBER_RE,
@@ -21,7 +22,7 @@ from ocr_engine.layout import (
     wordy,
 )
 from ocr_engine.schema import BlockType
-from ocr_engine.textlayer import Box, TextLine, union
+from ocr_engine.textlayer import TextLine
 
 __all__ = ["OcrLine", "group_paragraphs", "gutter_cuts", "layout_page"]
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pymupdf
 
+from ocr_engine.geometry import Box, centre_inside, rounded, union
 from ocr_engine.layout import (
     LayoutBlock,
     body_style,
@@ -21,7 +22,6 @@ from ocr_engine.layout import (
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
 from ocr_engine.tables import FoundTable, find_tables
 from ocr_engine.textlayer import (
-    Box,
     LineKey,
     PageFrame,
     RawBlock,
@@ -32,7 +32,6 @@ from ocr_engine.textlayer import (
     read_blocks,
     read_words,
     text_page,
-    union,
 )
 from ocr_engine.unruled_tables import MIN_NUMERIC_TOKENS, find_unruled_tables, numeric_tokens
 
@@ -41,11 +40,6 @@ __all__ = ["PyMuPDFEngine"]
 log = logging.getLogger(__name__)
 
 ENGINE_NAME = "pymupdf"
-
-
-def _centre_inside(box: Box, outer: Box, pad: float = 1.0) -> bool:
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    return outer[0] - pad <= cx <= outer[2] + pad and outer[1] - pad <= cy <= outer[3] + pad
 
 
 def _filled(drawings: list[dict[str, Any]], frame: PageFrame) -> list[Box]:
@@ -81,10 +75,6 @@ def _outside_tables(
         white=line.white,
         keys=line.keys,
     )
-
-
-def _rounded(box: Box) -> Box:
-    return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
 
 
 class PyMuPDFEngine:
@@ -128,7 +118,7 @@ class PyMuPDFEngine:
             laid.append(classify(group, style, width, height, first_page))
         images = image_boxes(page, frame)
         for box in images:
-            if not any(_centre_inside(box, t.bbox) for t in tables):
+            if not any(centre_inside(box, t.bbox) for t in tables):
                 laid.append(LayoutBlock(BlockType.figure, box=box))
         ordered = reading_order(laid)
         demote_heading_runs(ordered)
@@ -179,17 +169,17 @@ class PyMuPDFEngine:
             return Block(
                 id=block_id,
                 type=BlockType.table,
-                bbox=_rounded(table.bbox),
+                bbox=rounded(table.bbox),
                 text=table.markdown,
-                lines=[Line(text=row.text, bbox=_rounded(row.bbox)) for row in table.rows],
+                lines=[Line(text=row.text, bbox=rounded(row.bbox)) for row in table.rows],
                 html=table.html,
                 cells=table.cells,
             )
         return Block(
             id=block_id,
             type=item.type,
-            bbox=_rounded(item.bbox),
+            bbox=rounded(item.bbox),
             text=item.text,
             level=item.level,
-            lines=[Line(text=line.text, bbox=_rounded(line.bbox)) for line in item.lines],
+            lines=[Line(text=line.text, bbox=rounded(line.bbox)) for line in item.lines],
         )

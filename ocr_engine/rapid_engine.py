@@ -22,11 +22,11 @@ import numpy as np
 import pymupdf
 
 from ocr_engine.errors import EngineOutputError, EngineUnavailableError
+from ocr_engine.geometry import Box, capped_zoom, clamp, rounded, scale, to_points, translate, union
 from ocr_engine.layout import LayoutBlock
 from ocr_engine.ocr_layout import OcrLine, gutter_cuts, layout_page
 from ocr_engine.options import CpuOcrOptions
 from ocr_engine.schema import Block, EngineInfo, Line, Page
-from ocr_engine.textlayer import Box
 
 __all__ = ["RapidOCREngine", "RenderedArray", "render_array"]
 
@@ -70,15 +70,7 @@ class RenderedArray:
 def render_array(page: pymupdf.Page, dpi: int, max_pixels: int) -> RenderedArray:
     """The page as displayed, RGB, at `dpi` or less so that W*H stays under `max_pixels`."""
     rect = page.rect
-    zoom = dpi / 72
-
-    def size(z: float) -> int:  # MuPDF rounds the pixmap outwards
-        return (math.ceil(rect.width * z) + 1) * (math.ceil(rect.height * z) + 1)
-
-    if size(zoom) > max_pixels:
-        zoom *= math.sqrt(max_pixels / (rect.width * zoom * rect.height * zoom))
-        while size(zoom) > max_pixels and zoom > 1e-3:
-            zoom *= 0.995
+    zoom = capped_zoom(rect.width, rect.height, dpi, max_pixels)
     pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
     image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)
     return RenderedArray(
@@ -206,14 +198,6 @@ def split_quads(image: np.ndarray, quads: list[Quad]) -> list[Quad]:
     return out
 
 
-def _scaled(box: Box, factor: float) -> Box:
-    return (box[0] * factor, box[1] * factor, box[2] * factor, box[3] * factor)
-
-
-def _rounded(box: Box) -> Box:
-    return (round(box[0], 2), round(box[1], 2), round(box[2], 2), round(box[3], 2))
-
-
 class RapidOCREngine:
     """RapidOCR (PP-OCR detection, direction and recognition models, ONNX on CPU)."""
 
@@ -286,20 +270,15 @@ class RapidOCREngine:
         zoom = render.zoom
         # lay out in upright page points (the render's scale, turned like the text)
         upright = [
-            OcrLine(text=ln.text, box=_scaled(ln.box, 1 / zoom), score=ln.score) for ln in lines
+            OcrLine(text=ln.text, box=scale(ln.box, 1 / zoom), score=ln.score) for ln in lines
         ]
         up_w, up_h = (height, width) if turns % 2 else (width, height)
         ordered = layout_page(upright, up_w, up_h, first_page=page.number == 0)
 
         def to_page(box: Box) -> Box:
             """Upright points -> upright pixels -> displayed pixels -> displayed points."""
-            x0, y0, x1, y1 = unrotate_box(_scaled(box, zoom), turns, img_w, img_h)
-            return (
-                min(max(x0 / zoom, 0.0), width) + render.x0,
-                min(max(y0 / zoom, 0.0), height) + render.y0,
-                min(max(x1 / zoom, 0.0), width) + render.x0,
-                min(max(y1 / zoom, 0.0), height) + render.y0,
-            )
+            shown = to_points(unrotate_box(scale(box, zoom), turns, img_w, img_h), zoom)
+            return translate(clamp(shown, (0.0, 0.0, width, height)), render.x0, render.y0)
 
         blocks = [
             self._to_block(item, to_page, page.number + 1, index)
@@ -316,13 +295,8 @@ class RapidOCREngine:
 
     @staticmethod
     def _to_block(item: LayoutBlock, to_page: Any, page_no: int, index: int) -> Block:
-        lines = [Line(text=ln.text, bbox=_rounded(to_page(ln.bbox))) for ln in item.lines]
-        box = (
-            min(ln.bbox[0] for ln in lines),
-            min(ln.bbox[1] for ln in lines),
-            max(ln.bbox[2] for ln in lines),
-            max(ln.bbox[3] for ln in lines),
-        )
+        lines = [Line(text=ln.text, bbox=rounded(to_page(ln.bbox))) for ln in item.lines]
+        box = union(ln.bbox for ln in lines)
         return Block(
             id=f"p{page_no}-b{index}",
             type=item.type,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import struct
 import zlib
 from dataclasses import dataclass
@@ -10,7 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import pymupdf
 
-__all__ = ["RenderedPage", "encode_png", "fit_dpi", "render_page"]
+from ocr_engine.geometry import capped_zoom
+
+__all__ = ["RenderedPage", "encode_png", "render_page"]
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,7 @@ class RenderedPage:
 def render_page(page: pymupdf.Page, *, dpi: int = 144, max_pixels: int = 6_000_000) -> RenderedPage:
     """The displayed page (CropBox, /Rotate applied) as RGB PNG, scaled down to fit the cap."""
     rect = page.rect
-    zoom = dpi / 72
-    if _pixels(rect, zoom) > max_pixels:
-        zoom = math.sqrt(max_pixels / (rect.width * rect.height))
-        while _pixels(rect, zoom) > max_pixels:
-            zoom *= 0.995
+    zoom = capped_zoom(rect.width, rect.height, dpi, max_pixels)
     pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
     return RenderedPage(
         png=encode_png(pix.width, pix.height, pix.samples, pix.stride),
@@ -48,21 +45,6 @@ def render_page(page: pymupdf.Page, *, dpi: int = 144, max_pixels: int = 6_000_0
         x0=rect.x0,
         y0=rect.y0,
     )
-
-
-def _pixels(rect: pymupdf.Rect, zoom: float) -> int:
-    return math.ceil(rect.width * zoom) * math.ceil(rect.height * zoom)  # MuPDF rounds up
-
-
-def fit_dpi(rect: pymupdf.Rect, dpi: int, max_pixels: int) -> int:
-    """The largest whole dpi up to `dpi` at which `rect` (points) renders to at most `max_pixels`
-    pixels; 0 when not even 1 dpi fits (or `rect` is empty)."""
-    if rect.is_empty:
-        return 0
-    fit = min(dpi, math.floor(72 * math.sqrt(max_pixels / (rect.width * rect.height))))
-    while fit > 0 and _pixels(rect, fit / 72) > max_pixels:
-        fit -= 1
-    return max(fit, 0)
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

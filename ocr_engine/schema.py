@@ -12,11 +12,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ocr_engine.geometry import Box
+
 SCHEMA_NAME = "folio.document"
 SCHEMA_VERSION = "1.1"
 
 BBox = Annotated[
-    tuple[float, float, float, float],
+    Box,
     Field(description="[x0, y0, x1, y1] in PDF points, top-left origin, x0 <= x1, y0 <= y1"),
 ]
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pymupdf
 
+from ocr_engine.geometry import Box, union
 from ocr_engine.schema import TableCell
-from ocr_engine.textlayer import Box, PageFrame, Word, WordKey
+from ocr_engine.textlayer import PageFrame, Word, WordKey
 
 log = logging.getLogger(__name__)
 
-RawBox = tuple[float, float, float, float]
 MIN_RULES = 3  # horizontal or vertical rules a page needs before the finder runs
 
 
@@ -111,8 +111,9 @@ def find_tables(
 CellWords = list[list[list[Word] | None]]
 
 
-def cell_words(rows: Sequence[Sequence[RawBox | None]], words: Sequence[Word]) -> CellWords:
-    """The words whose centre lies in each cell, each word in one cell only (the first)."""
+def cell_words(rows: Sequence[Sequence[Box | None]], words: Sequence[Word]) -> CellWords:
+    """The words whose centre lies in each cell (raw, unrotated boxes like `Word.raw`), each word
+    in one cell only (the first)."""
     grid: CellWords = [[[] if box is not None else None for box in row] for row in rows]
     for word in words:
         cx, cy = (word.raw[0] + word.raw[2]) / 2, (word.raw[1] + word.raw[3]) / 2
@@ -179,7 +180,7 @@ def _span(edges: list[float], start: float, stop: float, tol: float = 2.0) -> in
 
 
 def convert_table(
-    raw_rows: Sequence[Sequence[RawBox | None]],
+    raw_rows: Sequence[Sequence[Box | None]],
     grid: list[list[str | None]],
     frame: PageFrame,
 ) -> FoundTable | None:
@@ -218,7 +219,7 @@ def convert_table(
     markdown = "\n".join([md_rows[0], "|" + " --- |" * n_cols, *md_rows[1:]])
     boxes = [b for row in raw_rows for b in row if b]
     return FoundTable(
-        bbox=frame.box(_union_raw(boxes)),
+        bbox=frame.box(union(boxes)),
         cells=cells,
         rows=rows,
         markdown=markdown,
@@ -226,20 +227,11 @@ def convert_table(
     )
 
 
-def _union_raw(boxes: list[tuple[float, float, float, float]]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
-
-
 def _row_boxes(cells: list[TableCell], n_rows: int) -> list[Box | None]:
     out: list[Box | None] = []
     for r in range(n_rows):
         boxes = [c.bbox for c in cells if c.row == r and c.bbox is not None]
-        out.append(_union_raw(boxes) if boxes else None)
+        out.append(union(boxes) if boxes else None)
     return out
 
 

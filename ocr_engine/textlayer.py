@@ -6,13 +6,14 @@ PyMuPDF 2.0's ``get_text`` reports boxes relative to the CropBox's top-left corn
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pymupdf
 
-Box = tuple[float, float, float, float]
+from ocr_engine.geometry import Box, clamp, union
+
 LineKey = tuple[int, int]  # (block, line) numbers of a line in MuPDF's text page
 WordKey = tuple[int, int, int]  # (block, line, word) numbers of a word in MuPDF's text page
 
@@ -60,15 +61,6 @@ class RawBlock:
         return union([line.bbox for line in self.lines])
 
 
-def union(boxes: Iterable[Box]) -> Box:
-    """The smallest box containing all boxes."""
-    x0 = y0 = float("inf")
-    x1 = y1 = float("-inf")
-    for b in boxes:
-        x0, y0, x1, y1 = min(x0, b[0]), min(y0, b[1]), max(x1, b[2]), max(y1, b[3])
-    return (x0, y0, x1, y1)
-
-
 class PageFrame:
     """Maps unrotated text-layer coordinates to the displayed page and clips to it."""
 
@@ -84,13 +76,7 @@ class PageFrame:
             x0, y0, x1, y1 = r.x0, r.y0, r.x1, r.y1
         else:
             x0, y0, x1, y1 = raw[0], raw[1], raw[2], raw[3]
-        w, h = self.rect.width, self.rect.height
-        return (
-            min(max(x0, 0.0), w),
-            min(max(y0, 0.0), h),
-            min(max(x1, 0.0), w),
-            min(max(y1, 0.0), h),
-        )
+        return clamp((x0, y0, x1, y1), (0.0, 0.0, self.rect.width, self.rect.height))
 
     def horizontal(self, direction: Sequence[float]) -> bool:
         """Whether a text direction reads left to right on the displayed page."""

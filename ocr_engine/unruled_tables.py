@@ -7,9 +7,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ocr_engine.geometry import Box, centre_inside, union
 from ocr_engine.schema import TableCell
 from ocr_engine.tables import FoundTable, TableRow, markdown_rows, to_html
-from ocr_engine.textlayer import Box, PageFrame, Word, WordKey, union
+from ocr_engine.textlayer import PageFrame, Word, WordKey
 
 __all__ = ["MIN_NUMERIC_TOKENS", "find_unruled_tables", "numeric_tokens"]
 
@@ -246,7 +247,7 @@ def find_unruled_tables(
         for w in words
         if w.bbox[2] > w.bbox[0]
         and w.bbox[3] > w.bbox[1]
-        and not any(_inside(w.bbox, e) for e in exclude)
+        and not any(centre_inside(w.bbox, e) for e in exclude)
     ]
     if not words:
         return []
@@ -292,8 +293,3 @@ def _tables_in(rows: list[_Row]) -> list[FoundTable]:
             found.append(table)
             taken = start + len(run)
     return found
-
-
-def _inside(box: Box, outer: Box, pad: float = 1.0) -> bool:
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    return outer[0] - pad <= cx <= outer[2] + pad and outer[1] - pad <= cy <= outer[3] + pad

@@ -15,8 +15,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ocr_engine.geometry import union
 from retrieval.links import CitationLinks, citation_links, page_image_url
-from retrieval.schema import BBox, Chunk, ChunkLine, Region, union_bbox
+from retrieval.schema import BBox, Chunk, ChunkLine, Region
 from retrieval.text_terms import sentence_spans, stems
 
 __all__ = ["Evidence", "locate", "supporting_lines"]
@@ -45,7 +46,7 @@ class Evidence:
         boxes: dict[int, list[BBox]] = {}
         for region in [*self.regions, *after.regions]:
             boxes.setdefault(region.page, []).append(region.bbox)
-        regions = [Region(page=p, bbox=union_bbox(bs)) for p, bs in sorted(boxes.items())]
+        regions = [Region(page=p, bbox=union(bs)) for p, bs in sorted(boxes.items())]
         first = next(r for r in regions if r.page == self.page)
         shown = [*self.highlight, *after.highlight] if after.page == self.page else self.highlight
         return Evidence(self.page, first.bbox, regions, shown)
@@ -64,7 +65,7 @@ def _columns(boxes: Sequence[tuple[BBox, bool]]) -> list[BBox]:
             bx0, _, bx1, by1 = merged[-1]
             below = by1 - height <= y0 <= by1 + 1.5 * height
             if x0 < bx1 and x1 > bx0 and below:
-                merged[-1] = union_bbox([merged[-1], box])
+                merged[-1] = union([merged[-1], box])
                 continue
         merged.append(box)
         open_run = not partial
@@ -101,7 +102,7 @@ def locate(
     if not pages:
         region = chunk.regions[0]
         return Evidence(region.page, region.bbox, [region], [region.bbox])
-    regions = [Region(page=p, bbox=union_bbox([b for b, _ in bs])) for p, bs in pages.items()]
+    regions = [Region(page=p, bbox=union([b for b, _ in bs])) for p, bs in pages.items()]
     first = regions[0]
     return Evidence(first.page, first.bbox, regions, _columns(pages[first.page]))
 

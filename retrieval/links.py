@@ -26,6 +26,7 @@ from typing import TypedDict
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from ocr_engine.errors import BadInputError
+from ocr_engine.geometry import normalised
 from retrieval.schema import BBox, Citation, PageHighlight, QueryResponse, Region
 
 __all__ = [
@@ -83,7 +84,7 @@ def parse_boxes(value: str | None) -> list[BBox]:
                 f"highlight box {part!r} is out of bounds: coordinates are PDF points "
                 f"within ±{MAX_COORDINATE:.0f}"
             )
-        boxes.append((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
+        boxes.append(normalised((x0, y0, x1, y1)))
     if len(boxes) > MAX_HIGHLIGHTS:
         raise ValueError(f"at most {MAX_HIGHLIGHTS} highlight boxes per image")
     return boxes

@@ -6,27 +6,16 @@ Boxes are PDF points, top-left origin, pages 1-based, exactly as in `ocr_engine.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ocr_engine.geometry import Box
+
 CHUNK_SCHEMA_VERSION = "1.1"  # 1.1: paragraphs and tables continued across pages
 _POINT_NAMESPACE = uuid.UUID("6f1c2a9e-3d4b-5a8c-9e7f-0b1d2c3e4f50")
 
-BBox = Annotated[
-    tuple[float, float, float, float], Field(description="[x0, y0, x1, y1] in PDF points")
-]
-
-
-def union_bbox(boxes: Sequence[BBox]) -> BBox:
-    """The smallest box holding all `boxes` (which must not be empty)."""
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
+BBox = Annotated[Box, Field(description="[x0, y0, x1, y1] in PDF points")]
 
 
 class Region(BaseModel):

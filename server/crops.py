@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
+from ocr_engine.geometry import Box
 from retrieval.links import parse_boxes
 from server.deps import (
     ApiError,
@@ -19,7 +20,6 @@ from server.deps import (
     render_dpi,
     rendering_errors,
 )
-from server.pages import BBox
 
 __all__ = ["CROP_DPI", "router"]
 
@@ -29,7 +29,7 @@ MAX_MARGIN = 144.0
 router = APIRouter()
 
 
-def _one_box(value: str) -> BBox:
+def _one_box(value: str) -> Box:
     boxes = parse_boxes(value)
     if len(boxes) != 1:
         raise ValueError("bbox needs exactly one box x0,y0,x1,y1")

@@ -16,10 +16,8 @@ import pymupdf
 from PIL import Image, ImageDraw
 
 from ocr_engine.errors import BadInputError
+from ocr_engine.geometry import Box, fit_dpi, translate
 from ocr_engine.pdf import open_stored
-from ocr_engine.render import fit_dpi
-
-BBox = tuple[float, float, float, float]
 
 HIGHLIGHT_FILL = (255, 214, 0, 90)
 HIGHLIGHT_EDGE = (220, 38, 38, 255)
@@ -49,19 +47,19 @@ class Render:
     def nbytes(self) -> int:
         return self.image.width * self.image.height * len(self.image.getbands())
 
-    def png(self, highlights: list[BBox]) -> bytes:
+    def png(self, highlights: list[Box]) -> bytes:
         """The render as PNG with `highlights` (PDF points) drawn; the cached image is kept."""
         image = self.image
         if highlights:
             x, y = self.origin
-            moved = [(a - x, b - y, c - x, d - y) for a, b, c, d in highlights]
+            moved = [translate(box, -x, -y) for box in highlights]
             image = draw_boxes(image, moved, scale=self.dpi / 72.0)
         out = io.BytesIO()
         image.save(out, format="PNG", compress_level=1)
         return out.getvalue()
 
 
-_Key = tuple[str, int, int, BBox | None]
+_Key = tuple[str, int, int, Box | None]
 
 
 class PageRenderer:
@@ -83,13 +81,13 @@ class PageRenderer:
         """What the cached renders hold, in bytes."""
         return self._cached
 
-    def render(self, pdf: Path, number: int, dpi: int, region: BBox | None = None) -> Render:
+    def render(self, pdf: Path, number: int, dpi: int, region: Box | None = None) -> Render:
         """Page `number`, or the part of it within `region` (PDF points, clamped to the page;
         ValueError when nothing of it is on the page), at `dpi` or the most that fits."""
         try:
             rect = self._page_rect(pdf, number)
             clip = rect if region is None else _clamp(region, rect)
-            fitted = fit_dpi(clip, dpi, self.max_pixels)
+            fitted = fit_dpi(clip.width, clip.height, dpi, self.max_pixels)
             if fitted < 1:
                 raise UnrenderablePageError(
                     f"page {number} is too large to render within {self.max_pixels} pixels"
@@ -138,7 +136,7 @@ def _check_range(doc: pymupdf.Document, number: int) -> None:
         )
 
 
-def _clamp(region: BBox, rect: pymupdf.Rect) -> pymupdf.Rect:
+def _clamp(region: Box, rect: pymupdf.Rect) -> pymupdf.Rect:
     clip = pymupdf.Rect(region) & rect
     if clip.width < 1 or clip.height < 1:
         raise ValueError(
@@ -147,7 +145,7 @@ def _clamp(region: BBox, rect: pymupdf.Rect) -> pymupdf.Rect:
     return clip
 
 
-def _box(rect: pymupdf.Rect) -> BBox:
+def _box(rect: pymupdf.Rect) -> Box:
     return (rect.x0, rect.y0, rect.x1, rect.y1)
 
 
@@ -160,7 +158,7 @@ def _render(pdf: Path, number: int, dpi: int, clip: pymupdf.Rect | None) -> Rend
     return Render(image, dpi, origin)
 
 
-def draw_boxes(image: Image.Image, boxes: list[BBox], *, scale: float) -> Image.Image:
+def draw_boxes(image: Image.Image, boxes: list[Box], *, scale: float) -> Image.Image:
     """A copy of `image` with each PDF-point box filled translucent yellow and outlined in red."""
     overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(overlay)
