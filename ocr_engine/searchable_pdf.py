@@ -152,18 +152,26 @@ def _compress_new_streams(doc: pymupdf.Document, first_new: int) -> None:
             doc.update_stream(xref, doc.xref_stream(xref), compress=True)
 
 
+def _check_pages(doc: pymupdf.Document, document: Document) -> None:
+    if doc.page_count != document.page_count:
+        raise BadInputError(
+            f"{document.source}: the PDF has {doc.page_count} pages, "
+            f"the document {document.page_count}"
+        )
+
+
 def searchable_pdf(document: Document, pdf: bytes, *, password: str | None = None) -> bytes:
     """The PDF `document` was read from, with an invisible text layer on its OCR'd pages.
 
     Raises `BadInputError` when the PDF cannot be opened or is not the one `document` describes
-    (another page count)."""
+    (another page count); a document without OCR'd text is given back as it came, byte for byte."""
+    if not any(is_ocr_page(p) and ocr_lines(p) for p in document.pages):
+        with open_pdf(pdf, password=password, name=document.source) as doc:
+            _check_pages(doc, document)
+        return pdf
     fonts = _Fonts()
     with open_pdf(pdf, password=password, name=document.source) as doc:
-        if doc.page_count != document.page_count:
-            raise BadInputError(
-                f"{document.source}: the PDF has {doc.page_count} pages, "
-                f"the document {document.page_count}"
-            )
+        _check_pages(doc, document)
         first_new = doc.xref_length()
         unicode_pages: list[int] = []
         font_of_its_own = False

@@ -12,7 +12,7 @@ import pytest
 
 from ocr_engine.errors import BadInputError
 from ocr_engine.extract import extract_document
-from ocr_engine.options import ExtractOptions, VLLMOptions
+from ocr_engine.options import ExtractOptions, OcrMode, VLLMOptions
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from ocr_engine.searchable_pdf import is_ocr_page, ocr_lines, searchable_pdf
 from tests.apiapp import api_app
@@ -180,3 +180,12 @@ def test_the_api_serves_it_and_leaves_a_text_layer_document_as_it_was(tmp_path: 
     assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain")
     assert text.text.count("\f") == 2 and "Kelud" in text.text.split("\f")[0]
     assert missing.status_code == 404
+
+
+def test_a_document_without_ocr_text_comes_back_byte_for_byte() -> None:
+    title, sections = FACTS["volcano.pdf"]
+    pdf = fact_pdf(title, sections, filler_pages=1)
+    document = extract_document(
+        pdf, source="volcano.pdf", options=ExtractOptions(ocr=OcrMode.never)
+    )
+    assert searchable_pdf(document, pdf) == pdf
