@@ -188,16 +188,17 @@ def _extract_url(extract_id: str, page: int, box: Any = None) -> str:
 def _read(
     data: bytes, name: str, numbers: list[int], options: ExtractOptions, stop: threading.Event
 ) -> Iterator[Page]:
-    """The pages `numbers` in order, a page at a time on the CPU, a window at a time with vLLM
-    (its requests of one window are in flight together)."""
-    size = 1 if options.vllm is None else min(PAGE_WINDOW, options.vllm.max_in_flight, 16)
+    """The pages `numbers` in order, a page at a time on the CPU; with vLLM in windows of 1, 1,
+    2, 4 .. 16 pages (a window's requests are in flight together): the first card comes after
+    one page, the later ones at the endpoint's concurrent pace."""
+    top = 1 if options.vllm is None else min(PAGE_WINDOW, options.vllm.max_in_flight, 16)
     doc_id = hashlib.sha256(data).hexdigest()
     pdf_bytes = document_pdf_bytes(data, name)
     with PageReader(options) as reader, open_pdf(pdf_bytes, name=name) as pdf:
-        for start in range(0, len(numbers), size):
-            if stop.is_set():
-                return
+        start, size, previous = 0, 1, 0
+        while start < len(numbers) and not stop.is_set():
             yield from reader.read(pdf, pdf_bytes, doc_id, numbers[start : start + size])
+            start, size, previous = start + size, min(top, max(1, previous + size)), size
 
 
 def _sse(event: str, body: BaseModel | dict[str, Any]) -> str:

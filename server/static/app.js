@@ -3,6 +3,7 @@
 
 import { ApiError, apiKey, setKeyPrompt, storeKey } from "./api.js";
 import { setupAsk } from "./answer.js";
+import { setupExtract } from "./cards.js";
 import { setText } from "./dom.js";
 import { setupDocuments } from "./documents.js";
 import { setupViewer } from "./viewer.js";
@@ -51,3 +52,4 @@ setupKey();
 setupViewer();
 setupAsk();
 setupDocuments();
+setupExtract();

@@ -4,6 +4,7 @@
 
 import { apiKey, describe, errorFrom, getJson, promptKey, readEvents, request } from "./api.js";
 import { el, plural, setText } from "./dom.js";
+import { documentCards } from "./cards.js";
 import { forgetDocument } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -152,6 +153,13 @@ function makeRow(entry) {
     el("div", { class: "page-list" }, "Loading…"),
   );
   details.addEventListener("toggle", () => details.open && loadPages(entry));
+  const cards = el(
+    "details",
+    { class: "card-details" },
+    el("summary", {}, "Page cards"),
+    el("div", { class: "card-box" }),
+  );
+  cards.addEventListener("toggle", () => cards.open && showCards(entry, true));
   const row = el(
     "li",
     { class: "doc", "data-doc-id": entry.record.doc_id },
@@ -166,6 +174,7 @@ function makeRow(entry) {
     el("p", { class: "doc-progress" }),
     el("p", { class: "error doc-errors", hidden: true }),
     details,
+    cards,
   );
   return row;
 }
@@ -194,6 +203,23 @@ function paint(entry) {
   errors.hidden = !(record.errors || []).length;
   const details = row.querySelector("details");
   if (details.open && DONE.has(record.status)) loadPages(entry);
+  if (row.querySelector(".card-details").open) showCards(entry, false);
+}
+
+/** The document's page cards (rebuilt when its page count changes, else refreshed, live). */
+function showCards(entry, opened) {
+  const pages = entry.progress.total || entry.record.pages || 0;
+  if (opened || !entry.cards || entry.cards.pages !== pages) {
+    const box = entry.row.querySelector(".card-box");
+    if (!pages) return setText(box, "No page has been read yet.");
+    entry.cards = { pages, refresh: documentCards(box, entry.record.doc_id, entry.record.source, pages), at: 0 };
+    return undefined;
+  }
+  const now = Date.now();
+  if (now - entry.cards.at < 1000 && DONE.has(entry.record.status) === false) return undefined;
+  entry.cards.at = now;
+  entry.cards.refresh();
+  return undefined;
 }
 
 function upsert(record, { progress } = {}) {
