@@ -96,7 +96,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         )
         keys = sim.register_pdf(image_to_pdf(tiff, "scan.tiff"), text_source=letters)
         sim.add_fault(Fault.garbage, key=keys[2], times=None)
-        settings = Settings(data_dir=root / "data", ocr=OcrMode.auto, ocr_url=sim.url)
+        settings = Settings(data_dir=root / "data", ocr=OcrMode.auto, ocr_url=[sim.url])
         services = build_services(settings, embedder=HashEmbedder())
         app = create_app(services, watch=False)
         no_cpu = ExtractOptions(
