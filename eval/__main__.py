@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "ocr_routing": "eval.ocr_routing",
     "ocr_parser": "eval.ocr_parser",
     "ocr_throughput": "eval.ocr_throughput",
+    "first_card": "eval.first_card",
     "ingest_ledger": "eval.ingest_ledger",
     "load": "eval.load",
     "mmlongbench_ocr": "eval.mmlongbench_ocr",
