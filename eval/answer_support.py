@@ -78,22 +78,28 @@ def numbers(text: str) -> set[str]:
 
 
 def stated_numbers(q: Question) -> set[str]:
-    """The gold answer's numbers (years 1990-2030 left out) that its evidence text states."""
-    gold = {n for n in numbers(q.answer) if not (n.isdigit() and 1990 <= int(n) <= 2030)}
+    """The gold answer's numbers of two digits or more (years 1990-2030 left out: a lone digit
+    or a year matches by chance) that its evidence text states."""
+    gold = {
+        n
+        for n in numbers(q.answer)
+        if sum(ch.isdigit() for ch in n) >= 2 and not (n.isdigit() and 1990 <= int(n) <= 2030)
+    }
     return gold & numbers(q.evidence)
 
 
-def financebench_services(work: Path) -> Any:
-    """Services over the newest finished FinanceBench index under `work` (None when none)."""
+def financebench_services(work: Path, index: Path | None = None) -> Any:
+    """Services over `index`, else the newest finished FinanceBench index under `work` (None
+    when none)."""
     from eval.retrieval_cache import CachedEmbedder
     from retrieval.embedder import SentenceTransformerEmbedder
     from server.services import build_services
     from server.settings import Settings
 
     done = sorted(work.glob(f"financebench-*/{_DONE}"), key=lambda p: p.stat().st_mtime)
-    if not done:
+    if index is None and not done:
         return None
-    directory = done[-1].parent
+    directory = index or done[-1].parent
     log.info("opening %s", directory)
     embedder = CachedEmbedder(SentenceTransformerEmbedder(), work / "embeddings.sqlite3")
     settings = Settings(data_dir=directory, ocr="never", max_tokens=256)  # type: ignore[arg-type]
@@ -131,11 +137,17 @@ def _share(hits: int, n: int) -> str:
 def run(services: Any, questions: list[Question], cells: bool) -> None:
     ids = {Path(source).stem: doc_id for doc_id, source in services.ledger.sources().items()}
     stems = sorted(ids)
+    asked = [q for q in questions if q.doc in ids]
+    if len(asked) < len(questions):
+        print(
+            f"the index holds {len(ids)} of the filings: the {len(asked)} of {len(questions)} "
+            "questions on them are asked"
+        )
+    questions = asked
     free, own, wrong = [], [], []
     for i, q in enumerate(questions):
         free.append(_ask(services, q, None, cells))
-        if q.doc in ids:
-            own.append(_ask(services, q, [ids[q.doc]], cells))
+        own.append(_ask(services, q, [ids[q.doc]], cells))
         others = [s for s in stems if s.split("_", 1)[0].upper() != q.company]
         for k in range(WRONG_DOCS):
             other = others[(7 * i + 11 * k) % len(others)]
@@ -165,6 +177,14 @@ def run(services: Any, questions: list[Question], cells: bool) -> None:
         f"choice): {_share(inside, len(stated))} of the questions whose evidence states the "
         f"gold number; {_share(inside, len(questions))} of all questions"
     )
+    t = services.retriever.min_support
+    kept = sum(
+        bool(stated_numbers(q) & numbers(a.first_quote)) for q, a in stated if a.support >= t
+    )
+    print(
+        f"the same with answers below the default threshold {t} withheld (a miss): "
+        f"{_share(kept, len(stated))}; {_share(kept, len(questions))} of all questions"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
     parser.add_argument("--no-cells", action="store_true", help="answer without the cell choice")
+    parser.add_argument(
+        "--index", type=Path, help="this index directory (finished or not), not the newest"
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
@@ -179,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (root / "questions.jsonl").is_file():
         print(f"skipped: {root / 'questions.jsonl'} not found (reads ../shared/data in place)")
         return 0
-    services = financebench_services(args.work)
+    services = financebench_services(args.work, args.index)
     if services is None:
         print(
             f"skipped: no finished FinanceBench index under {args.work}; build it with "
@@ -191,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         services.close()
     flag = " --no-cells" if args.no_cells else ""
+    flag += f" --index {args.index}" if args.index else ""
     print(f"\ncommand: python -m eval answer_support --data {args.data}{flag}")
     return 0
 

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 DENSE_POOL = 8
-MIN_SUPPORT = 0.3  # the best sentence's cosine to the question below which nothing answers it
+MIN_SUPPORT = 0.4  # the best sentence's cosine to the question below which nothing answers it
 _DENSE_FLOOR = 0.3
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 _DENSE_KEEP = 0.8
@@ -132,8 +132,9 @@ def _candidates(
 def _meet(question: str, sentences: list[_Sentence]) -> list[float]:
     """`_MEET` for a candidate where the question's measure and period meet, else 1: a
     sentence naming the question's year and another question term; a cell whose column header
-    names the year and whose row label holds the question's terms best among such cells (by
-    IDF over the candidates, so a name on every row, such as the company's, counts little)."""
+    names the year and whose row label holds the question's terms best among such cells (two
+    of them at least, or all of a one-word label; weighed by IDF over the candidates, so a name
+    on every row, such as the company's, counts little)."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
@@ -141,7 +142,11 @@ def _meet(question: str, sentences: list[_Sentence]) -> list[float]:
     df = Counter(t for s in sentences for t in s.terms & measure)
 
     def label_weight(cell: TableCellText) -> float:
-        return sum(1.0 / df[t] for t in set(stems(cell.label)) & measure if df[t])
+        label = set(stems(cell.label))
+        matched = label & measure
+        if len(matched) < min(2, len(label)):  # one word of a longer label is no match
+            return 0.0
+        return sum(1.0 / df[t] for t in matched if df[t])
 
     dated = [s.cell for s in sentences if s.cell is not None and periods(s.cell.header) & years]
     best = max((label_weight(c) for c in dated), default=0.0)
@@ -196,9 +201,14 @@ def _dense(
     """The `pool` best sentences by `lexical`, down to 0.3 times the best, scored again by the
     similarity of their text, led by their section heading, to the question; the others score 0.
     (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
-    rare terms, such as a name.) Also the best similarity (0.0 for no sentence)."""
+    rare terms, such as a name.) Table cells have a pool of their own, half as large, so that the
+    many cells of a table do not crowd the sentences out. Also the best similarity (0.0 for no
+    sentence)."""
     floor = _DENSE_FLOOR * max(lexical, default=0.0)
-    order = sorted(range(len(sentences)), key=lambda i: -lexical[i])[:pool]
+    ranked = sorted(range(len(sentences)), key=lambda i: -lexical[i])
+    texts_first = [i for i in ranked if sentences[i].cell is None][:pool]
+    cells_first = [i for i in ranked if sentences[i].cell is not None][: max(1, pool // 2)]
+    order = sorted(texts_first + cells_first, key=lambda i: -lexical[i])
     order = [i for i in order if lexical[i] >= floor]
     if not order:
         return [0.0] * len(sentences), 0.0
