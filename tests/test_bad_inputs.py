@@ -23,7 +23,6 @@ from ocr_engine.pdf import open_pdf
 from server.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.pdfgen import (
     FACTS,
     encrypted_pdf,
@@ -124,7 +123,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services,
         data_dir=root / "data", watch_dir=inbox, watch_settle_seconds=0.2, ocr=OcrMode.never
     )
     options = IngestOptions(extract=ExtractOptions(ocr=OcrMode.never), extract_processes=1)
-    services = build_services(settings, embedder=HashEmbedder(dim=384), options=options)
+    services = build_services(settings, options=options)  # the model `folio docs` opens it with
     try:
         with LiveServer(services) as live:
             for name, (make, _) in CORPUS.items():
