@@ -47,7 +47,7 @@ from ingest.records import (
 from ingest.staging import ChunkStaging
 from ocr_engine.furniture import FurnitureMarker
 from ocr_engine.options import OcrMode
-from ocr_engine.reader import TEXT_LAYER_ROUTE, engine_key
+from ocr_engine.reader import engine_key, sent_to_ocr
 from ocr_engine.schema import SCHEMA_VERSION, BlockType, Document, Page, PageStatus
 from retrieval.embedder import Embedder
 from retrieval.schema import CHUNK_SCHEMA_VERSION, Chunk
@@ -319,7 +319,7 @@ class Ingestor:
         furniture = sum(t in (BlockType.page_header, BlockType.page_footer) for t in texts)
         doc.furniture += furniture
         doc.content += len(texts) - furniture
-        doc.ocr_pages += sum(p.route not in (None, TEXT_LAYER_ROUTE) for p in pages)
+        doc.ocr_pages += sum(sent_to_ocr(p) for p in pages)
         doc.page_errors.extend(
             f"page {p.number}: {e.message}"
             for p in pages

@@ -7,6 +7,7 @@ from typing import Any
 
 import pymupdf
 
+from ocr_engine.engine import TEXT_LAYER_ROUTE, PageWindow, read_each, read_page
 from ocr_engine.geometry import Box, centre_inside, rounded, union
 from ocr_engine.layout import (
     LayoutBlock,
@@ -19,7 +20,7 @@ from ocr_engine.layout import (
     reading_order,
     split_block,
 )
-from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
+from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page, PageStatus
 from ocr_engine.tables import FoundTable, find_tables
 from ocr_engine.textlayer import (
     LineKey,
@@ -86,6 +87,17 @@ class PyMuPDFEngine:
         self.detect_tables = detect_tables
         self.info = EngineInfo(name=ENGINE_NAME, model=None, version=pymupdf.VersionBind)
 
+    def read(self, window: PageWindow) -> list[Page]:
+        """The window's pages from their text layer (route `text layer`), failed ones included."""
+        pages = read_each(self.info, window, self.extract_page)
+        for page in pages:
+            if page.status is not PageStatus.failed:
+                page.route = TEXT_LAYER_ROUTE
+        return pages
+
+    def close(self) -> None:
+        """Nothing to release."""
+
     def extract_page(self, page: pymupdf.Page) -> Page:
         """One page as typed blocks in reading order, boxes in displayed-page points."""
         frame = PageFrame(page)
@@ -129,14 +141,7 @@ class PyMuPDFEngine:
             self._to_block(item, table_of.get(id(item)), page.number + 1, index)
             for index, item in enumerate(ordered)
         ]
-        return Page(
-            number=page.number + 1,
-            width=width,
-            height=height,
-            rotation=page.rotation,
-            engine=self.info,
-            blocks=blocks,
-        )
+        return read_page(page, self.info, blocks)
 
     @staticmethod
     def _tables(

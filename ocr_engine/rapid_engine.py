@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pymupdf
 
+from ocr_engine.engine import PageWindow, read_each, read_page
 from ocr_engine.errors import EngineOutputError, EngineUnavailableError
 from ocr_engine.geometry import Box, capped_zoom, clamp, rounded, scale, to_points, translate, union
 from ocr_engine.layout import LayoutBlock
@@ -261,6 +262,13 @@ class RapidOCREngine:
         log.info("RapidOCR loaded: %s, %s, %s (det side %d)", *paths, self.det_side)
         return models
 
+    def read(self, window: PageWindow) -> list[Page]:
+        """The window's pages read by OCR, one after another; failed ones included."""
+        return read_each(self.info, window, self.extract_page)
+
+    def close(self) -> None:
+        """Nothing to release: the models stay loaded for the next window."""
+
     def extract_page(self, page: pymupdf.Page) -> Page:
         """One page read by OCR: upright paragraph blocks, boxes in displayed-page points."""
         render = render_array(page, self.options.dpi, self.options.max_pixels)
@@ -284,14 +292,7 @@ class RapidOCREngine:
             self._to_block(item, to_page, page.number + 1, index)
             for index, item in enumerate(ordered)
         ]
-        return Page(
-            number=page.number + 1,
-            width=width,
-            height=height,
-            rotation=page.rotation,
-            engine=self.info,
-            blocks=blocks,
-        )
+        return read_page(page, self.info, blocks)
 
     @staticmethod
     def _to_block(item: LayoutBlock, to_page: Any, page_no: int, index: int) -> Block:

@@ -1,33 +1,49 @@
-"""Per-page routing: the text layer where it is trustworthy, OCR otherwise, with fallbacks.
+"""Per-page routing over an ordered list of page engines (`ocr_engine.engine.PageEngine`).
 
-`auto` asks `routing.ocr_reason` about every page; `always` sends every page to OCR; `never`
-keeps the text layer. OCR goes to the vLLM endpoint when one is configured, else to the CPU
-engine. A page the endpoint cannot read is read by the CPU engine (or kept from the text layer)
-and marked `fallback`; a page nothing can read is `failed`, with every engine's error on it.
+The list (`build_engines`) holds the OCR engines in the order they are tried (the vLLM endpoint
+when one is configured, then the CPU engine) and the text layer last. Every page is read from
+the text layer first: `auto` asks `routing.ocr_reason` whether it can be trusted, `always` sends
+every page to OCR, `never` builds no OCR engine. A page the first OCR engine fails goes to the
+next one and is marked `fallback` with the earlier errors; after the last, the text layer keeps
+it (`fallback`) when it has text, else it is `failed` with every engine's error. A page whose
+routing raised carries a `routing_failed` error and a route that says so.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import pymupdf
 
+from ocr_engine.engine import TEXT_LAYER_ROUTE, PageEngine, PageWindow, engine_error
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.routing import ocr_reason
 from ocr_engine.schema import EngineInfo, Page, PageError, PageStatus
 
-if TYPE_CHECKING:
-    from ocr_engine.rapid_engine import RapidOCREngine
-    from ocr_engine.vllm_engine import VLLMEngine
-
-__all__ = ["PageCache", "PageReader", "engine_key"]
+__all__ = [
+    "OCR_FAILED_ROUTE",
+    "ROUTING_FAILED_ROUTE",
+    "TEXT_LAYER_ROUTE",
+    "PageCache",
+    "PageReader",
+    "Router",
+    "build_engines",
+    "engine_key",
+    "sent_to_ocr",
+]
 
 log = logging.getLogger(__name__)
 
-TEXT_LAYER_ROUTE = "text layer"
+OCR_FAILED_ROUTE = f"{TEXT_LAYER_ROUTE} (OCR failed)"
+ROUTING_FAILED_ROUTE = f"{TEXT_LAYER_ROUTE} (routing failed)"
+FORCED = "OCR forced (--ocr always)"
+
+Router = Callable[[pymupdf.Page, Page], str | None]
+"""Why a page needs OCR given its text-layer reading, or None to keep the text layer."""
 
 
 class PageCache(Protocol):
@@ -42,80 +58,69 @@ def engine_key(info: EngineInfo) -> str:
     return f"{info.name}|{info.model or ''}|{info.version or ''}"
 
 
-def failed_page(page: pymupdf.Page, info: EngineInfo, errors: list[PageError]) -> Page:
-    rect = page.rect
-    return Page(
-        number=page.number + 1,
-        width=rect.width or 1.0,
-        height=rect.height or 1.0,
-        rotation=page.rotation,
-        engine=info,
-        status=PageStatus.failed,
-        errors=errors,
-    )
+def build_engines(options: ExtractOptions, text_engine: PageEngine) -> list[PageEngine]:
+    """The engines `options` name, in the order pages are offered to them: OCR, then the text
+    layer. Engines are imported and built here, on first use, never at import."""
+    engines: list[PageEngine] = []
+    if options.ocr is not OcrMode.never:
+        if options.vllm is not None:
+            from ocr_engine.vllm_engine import VLLMEngine
+
+            engines.append(VLLMEngine(options.vllm))
+        if options.cpu.enabled:
+            from ocr_engine.rapid_engine import RapidOCREngine
+
+            engines.append(RapidOCREngine(options.cpu))
+    engines.append(text_engine)
+    return engines
 
 
-def _error(code: str, exc: BaseException) -> PageError:
-    return PageError(code=code, message=f"{type(exc).__name__}: {exc}")
+def sent_to_ocr(page: Page) -> bool:
+    """Whether routing sent the page to OCR (whichever engine read it in the end)."""
+    return page.route not in (None, TEXT_LAYER_ROUTE, ROUTING_FAILED_ROUTE)
 
 
 class PageReader:
-    """Reads windows of pages of one open document; engines are built on first use and reused."""
+    """Reads windows of pages of one open document; engines are built on first use and reused.
+
+    `engines` replaces the list `build_engines` makes from the options (the text layer last)."""
 
     def __init__(
         self,
         options: ExtractOptions | None = None,
         *,
-        text_engine: PyMuPDFEngine | None = None,
+        text_engine: PageEngine | None = None,
         cache: PageCache | None = None,
+        engines: Sequence[PageEngine] | None = None,
+        router: Router = ocr_reason,
     ) -> None:
         self.options = options or ExtractOptions()
-        self.text_engine = text_engine or PyMuPDFEngine()
+        self.text_engine: PageEngine = text_engine or PyMuPDFEngine()
         self.cache = cache
+        self.router = router
         self._lock = threading.Lock()
-        self._vllm: VLLMEngine | None = None
-        self._cpu: RapidOCREngine | None = None
+        self._engines: list[PageEngine] | None = list(engines) if engines is not None else None
+
+    @property
+    def engines(self) -> list[PageEngine]:
+        """OCR engines in the order tried, then the text layer."""
+        with self._lock:
+            if self._engines is None:
+                self._engines = build_engines(self.options, self.text_engine)
+            return self._engines
 
     def close(self) -> None:
-        """Stop the OCR engines' workers (render processes of the vLLM engine)."""
+        """Stop what the engines started (render processes of the vLLM engine)."""
         with self._lock:
-            vllm, self._vllm = self._vllm, None
-        if vllm is not None:
-            vllm.close()
+            engines = self._engines or []
+        for engine in engines:
+            engine.close()
 
     def __enter__(self) -> PageReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def ocr_info(self) -> EngineInfo | None:
-        """The engine OCR pages go to first, or None when OCR is off or has no engine."""
-        if self.options.ocr is OcrMode.never:
-            return None
-        if self.options.vllm is not None:
-            return self._vllm_engine().info
-        if self.options.cpu.enabled:
-            return self._cpu_engine().info
-        return None
-
-    def _vllm_engine(self) -> VLLMEngine:
-        with self._lock:
-            if self._vllm is None:
-                from ocr_engine.vllm_engine import VLLMEngine
-
-                assert self.options.vllm is not None
-                self._vllm = VLLMEngine(self.options.vllm)
-            return self._vllm
-
-    def _cpu_engine(self) -> RapidOCREngine:
-        with self._lock:
-            if self._cpu is None:
-                from ocr_engine.rapid_engine import RapidOCREngine
-
-                self._cpu = RapidOCREngine(self.options.cpu)
-            return self._cpu
 
     def cache_key(self, info: EngineInfo) -> str:
         """A page's key in the cache: its engine, model and version, and folio's extraction."""
@@ -131,106 +136,116 @@ class PageReader:
         password: str | None = None,
     ) -> list[Page]:
         """The pages `numbers` (1-based) of `pdf`, whose bytes are `data`, in that order."""
-        ocr_info = self.ocr_info
-        ocr_key = self.cache_key(ocr_info) if ocr_info is not None else None
+        *ocr, text_engine = self.engines
+        window = PageWindow(pdf, data, tuple(numbers), password)
+        ocr_key = self.cache_key(ocr[0].info) if ocr else None
         pages: dict[int, Page] = {}
-        text_pages: dict[int, Page] = {}
-        to_ocr: dict[int, str] = {}
-        for number in numbers:
+        for number in dict.fromkeys(numbers):
             cached = self._cached(doc_id, number, ocr_key) if ocr_key else None
             if cached is not None:
                 pages[number] = cached
-                continue
-            text_page = self._text_page(pdf, doc_id, number)
-            reason = self._ocr_reason(pdf[number - 1], text_page) if ocr_key else None
+        todo = [n for n in dict.fromkeys(numbers) if n not in pages]
+        text_pages = self._text_pages(text_engine, window.only(todo), doc_id)
+        reasons: dict[int, str] = {}
+        problems: dict[int, PageError] = {}
+        for number in todo:
+            text_page = text_pages[number]
+            reason = None
+            if ocr:
+                reason, problem = self._route(pdf[number - 1], text_page)
+                if problem is not None:
+                    problems[number] = problem
             if reason is None:
                 pages[number] = text_page
             else:
-                text_pages[number] = text_page
-                to_ocr[number] = reason
-        if to_ocr:
-            pages.update(self._ocr(pdf, data, doc_id, to_ocr, text_pages, password))
+                reasons[number] = reason
+        if reasons:
+            chosen = window.only(sorted(reasons))
+            pages.update(self._ocr(ocr, chosen, doc_id, reasons, text_pages))
+        for number, problem in problems.items():
+            pages[number] = _routing_failed(pages[number], problem)
         return [pages[n] for n in numbers]
 
     def _cached(self, doc_id: str, number: int, key: str) -> Page | None:
         return self.cache.get(doc_id, number, key) if self.cache is not None else None
 
-    def _text_page(self, pdf: pymupdf.Document, doc_id: str, number: int) -> Page:
-        key = self.cache_key(self.text_engine.info)
-        cached = self._cached(doc_id, number, key)
-        if cached is not None:
-            return cached
-        page = pdf[number - 1]
-        try:
-            result = self.text_engine.extract_page(page)
-        except Exception as exc:
-            log.warning("page %d failed in %s: %s", number, self.text_engine.name, exc)
-            return failed_page(page, self.text_engine.info, [_error("engine_error", exc)])
-        result.route = TEXT_LAYER_ROUTE
-        if self.cache is not None:
-            self.cache.put(doc_id, key, result)
-        return result
+    def _text_pages(self, engine: PageEngine, window: PageWindow, doc_id: str) -> dict[int, Page]:
+        """The window's text-layer pages, from the cache or read (and cached when read)."""
+        key = self.cache_key(engine.info)
+        pages: dict[int, Page] = {}
+        for number in window.numbers:
+            cached = self._cached(doc_id, number, key)
+            if cached is not None:
+                pages[number] = cached
+        missing = [n for n in window.numbers if n not in pages]
+        if missing:
+            for number, page in zip(missing, engine.read(window.only(missing)), strict=True):
+                if page.status is not PageStatus.failed and self.cache is not None:
+                    self.cache.put(doc_id, key, page)
+                pages[number] = page
+        return pages
 
-    def _ocr_reason(self, page: pymupdf.Page, text_page: Page) -> str | None:
+    def _route(self, page: pymupdf.Page, text_page: Page) -> tuple[str | None, PageError | None]:
+        """Why the page goes to OCR (None: it keeps the text layer), and what failed deciding."""
         if self.options.ocr is OcrMode.always:
-            return "OCR forced (--ocr always)"
-        from ocr_engine.routing import ocr_reason
-
+            return FORCED, None
         try:
-            return ocr_reason(page, text_page)
+            return self.router(page, text_page), None
         except Exception as exc:  # a broken page must not stop routing of the others
             log.warning("routing page %d failed: %s", page.number + 1, exc)
-            return None if text_page.blocks else f"routing failed ({exc}); no text layer"
+            reason = None if text_page.blocks else f"routing failed ({exc}); no text layer"
+            return reason, engine_error("routing_failed", exc)
 
     def _ocr(
         self,
-        pdf: pymupdf.Document,
-        data: bytes,
+        engines: Sequence[PageEngine],
+        window: PageWindow,
         doc_id: str,
         reasons: dict[int, str],
         text_pages: dict[int, Page],
-        password: str | None,
     ) -> dict[int, Page]:
-        numbers = sorted(reasons)
-        if self.options.vllm is not None:
-            results = self._vllm_engine().read_pages_sync(data, numbers, password=password)
-            first = dict(zip(numbers, results, strict=True))
-        else:
-            first = {n: self._cpu_page(pdf, n) for n in numbers}
+        """The window read by the first OCR engine; its failed pages by the next, and so on."""
+        first, *rest = engines
+        firsts = dict(zip(window.numbers, first.read(window), strict=True))
         out: dict[int, Page] = {}
-        for number in numbers:
-            page = first[number]
+        errors: dict[int, list[PageError]] = {}
+        for number, page in firsts.items():
             if page.status is PageStatus.failed:
-                page = self._fallback(pdf, number, page, text_pages[number])
-            elif self.cache is not None:
+                errors[number] = list(page.errors)
+                continue
+            if self.cache is not None:
                 self.cache.put(doc_id, self.cache_key(page.engine), page)
-            page.route = reasons[number] if page.route is None else page.route
             out[number] = page
+        for engine in rest:
+            failed = list(errors)
+            if not failed:
+                break
+            for number, page in zip(failed, engine.read(window.only(failed)), strict=True):
+                if page.status is PageStatus.failed:
+                    errors[number] += page.errors
+                    continue
+                page.status = PageStatus.fallback
+                page.errors = errors.pop(number) + page.errors
+                out[number] = page
+        for number, earlier in errors.items():
+            out[number] = _last_resort(firsts[number], text_pages[number], earlier)
+        for number, page in out.items():
+            page.route = reasons[number] if page.route is None else page.route
         return out
 
-    def _cpu_page(self, pdf: pymupdf.Document, number: int) -> Page:
-        engine = self._cpu_engine()
-        page = pdf[number - 1]
-        try:
-            return engine.extract_page(page)
-        except Exception as exc:
-            log.warning("page %d failed in %s: %s", number, engine.info.name, exc)
-            return failed_page(page, engine.info, [_error("engine_error", exc)])
 
-    def _fallback(self, pdf: pymupdf.Document, number: int, failed: Page, text_page: Page) -> Page:
-        """A page the first OCR engine failed: the CPU engine, else the text layer, else failed."""
-        errors = list(failed.errors)
-        if self.options.vllm is not None and self.options.cpu.enabled:
-            page = self._cpu_page(pdf, number)
-            if page.status is not PageStatus.failed:
-                page.status = PageStatus.fallback
-                page.errors = errors + page.errors
-                return page
-            errors += page.errors
-        if text_page.status is not PageStatus.failed and text_page.blocks:
-            text_page.status = PageStatus.fallback
-            text_page.errors = errors
-            text_page.route = f"{TEXT_LAYER_ROUTE} (OCR failed)"
-            return text_page
-        failed.errors = errors + (text_page.errors if text_page is not failed else [])
-        return failed
+def _last_resort(failed: Page, text_page: Page, errors: list[PageError]) -> Page:
+    """A page every OCR engine failed: the text layer when it has text, else failed."""
+    if text_page.status is not PageStatus.failed and text_page.blocks:
+        text_page.status = PageStatus.fallback
+        text_page.errors = errors
+        text_page.route = OCR_FAILED_ROUTE
+        return text_page
+    failed.errors = errors + text_page.errors
+    return failed
+
+
+def _routing_failed(page: Page, problem: PageError) -> Page:
+    """The page with its routing error first; a page kept from the text layer says so."""
+    route = ROUTING_FAILED_ROUTE if page.route == TEXT_LAYER_ROUTE else page.route
+    return page.model_copy(update={"errors": [problem, *page.errors], "route": route})

@@ -26,6 +26,7 @@ from functools import partial
 import httpx
 
 from ocr_engine.deepseek import detect_repetition, profile_for
+from ocr_engine.engine import PageWindow
 from ocr_engine.errors import BadInputError, EngineOutputError
 from ocr_engine.options import VLLMOptions
 from ocr_engine.pdf import open_pdf
@@ -165,6 +166,10 @@ class VLLMEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def read(self, window: PageWindow) -> list[Page]:
+        """The window's pages through the endpoint (`read_pages` on a new event loop)."""
+        return self.read_pages_sync(window.data, list(window.numbers), password=window.password)
 
     def read_pages_sync(
         self,

@@ -1,0 +1,108 @@
+"""The page-engine protocol: what the text layer, the OCR engines and any new engine implement.
+
+An engine reads a window of pages of one open document (`PageWindow`) and gives back one `Page`
+per number, in order, each with its `status`, `engine` and `errors`: a page the engine cannot
+read comes back `failed` with a `PageError`, never as an exception and never left out (an
+exception is kept for a document that cannot be read at all). `PageReader` walks an ordered list
+of engines (`ocr_engine.reader.build_engines`); a new engine is one class and one line there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
+
+import pymupdf
+
+from ocr_engine.schema import Block, EngineInfo, Page, PageError, PageStatus
+
+__all__ = [
+    "TEXT_LAYER_ROUTE",
+    "PageEngine",
+    "PageWindow",
+    "engine_error",
+    "failed_page",
+    "read_each",
+    "read_page",
+]
+
+log = logging.getLogger(__name__)
+
+TEXT_LAYER_ROUTE = "text layer"
+
+
+@dataclass(frozen=True)
+class PageWindow:
+    """Pages `numbers` (1-based, in order) of the open `pdf`, whose bytes are `data`."""
+
+    pdf: pymupdf.Document
+    data: bytes
+    numbers: tuple[int, ...]
+    password: str | None = None
+
+    def only(self, numbers: Sequence[int]) -> PageWindow:
+        """The same document, other pages."""
+        return replace(self, numbers=tuple(numbers))
+
+
+@runtime_checkable
+class PageEngine(Protocol):
+    """Reads windows of pages; `info` names the engine, model and version its pages carry."""
+
+    info: EngineInfo
+
+    def read(self, window: PageWindow) -> list[Page]:
+        """One page per number of the window, in order, failed pages included."""
+        ...
+
+    def close(self) -> None:
+        """Release what the engine started (worker processes, connections); it may be reused."""
+        ...
+
+
+def engine_error(code: str, exc: BaseException) -> PageError:
+    return PageError(code=code, message=f"{type(exc).__name__}: {exc}")
+
+
+def read_page(page: pymupdf.Page, info: EngineInfo, blocks: list[Block]) -> Page:
+    """A page `info`'s engine read: the displayed page's size and rotation, and its blocks."""
+    rect = page.rect
+    return Page(
+        number=page.number + 1,
+        width=rect.width,
+        height=rect.height,
+        rotation=page.rotation,
+        engine=info,
+        blocks=blocks,
+    )
+
+
+def failed_page(page: pymupdf.Page, info: EngineInfo, errors: list[PageError]) -> Page:
+    """A page `info`'s engine could not read: its size and the errors, no blocks."""
+    rect = page.rect
+    return Page(
+        number=page.number + 1,
+        width=rect.width or 1.0,
+        height=rect.height or 1.0,
+        rotation=page.rotation,
+        engine=info,
+        status=PageStatus.failed,
+        errors=errors,
+    )
+
+
+def read_each(
+    info: EngineInfo, window: PageWindow, extract: Callable[[pymupdf.Page], Page]
+) -> list[Page]:
+    """`extract` on each page of the window; a page it raises on comes back failed."""
+    pages = []
+    for number in window.numbers:
+        page = window.pdf[number - 1]
+        try:
+            pages.append(extract(page))
+        except Exception as exc:
+            log.warning("page %d failed in %s: %s", number, info.name, exc)
+            pages.append(failed_page(page, info, [engine_error("engine_error", exc)]))
+    return pages
