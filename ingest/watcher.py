@@ -12,7 +12,8 @@ from pathlib import Path
 
 from watchfiles import watch
 
-from ingest.sync import ScanReport, Sync
+from ingest.scan import ScanReport
+from ingest.sync import Sync
 
 __all__ = ["FolderWatcher"]
 

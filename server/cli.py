@@ -292,7 +292,7 @@ def retry(
 ) -> None:
     """Process failed documents again now, without waiting for their backoff."""
     _setup_logging(verbose)
-    from ingest.sync import summarize
+    from ingest.scan import summarize
 
     services = _open_services(_settings(data_dir=data_dir), "retry")
     started = time.perf_counter()
