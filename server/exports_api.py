@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from docling_core.types.doc import DoclingDocument
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
@@ -168,7 +169,7 @@ async def document_searchable_pdf(doc_id: DocId, svc: Svc) -> Response:
     return Response(data, media_type="application/pdf", headers=headers)
 
 
-@router.get("/documents/{doc_id}/docling", responses=_NOT_READY)
+@router.get("/documents/{doc_id}/docling", response_model=DoclingDocument, responses=_NOT_READY)
 async def document_docling(doc_id: DocId, svc: Svc) -> Response:
     """The document as a DoclingDocument (docling-core's JSON): headings, text, lists, tables
     with cells and spans, pictures and captions, furniture, each with page and box."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from ingest.guards import check_pdf
@@ -264,7 +264,15 @@ def _prepare(data: bytes, name: str, pages: str | None) -> tuple[int, list[int]]
         raise ApiError(422, "invalid_pages", str(exc)) from None
 
 
-@router.post("/extract", response_class=StoppableStream)
+@router.post(
+    "/extract",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "the pages as events"},
+        413: {"description": "the upload is too large"},
+        415: {"description": "not a readable PDF or image"},
+    },
+)
 async def extract(
     request: Request,
     svc: Svc,
@@ -301,7 +309,11 @@ async def extract(
     )
 
 
-@router.get("/extract/{extract_id}/pages/{n}.png", response_class=Response)
+@router.get(
+    "/extract/{extract_id}/pages/{n}.png",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}},
+)
 def extract_page_image(
     extract_id: str,
     n: PageNumber,
