@@ -234,7 +234,7 @@ def _run(
     )
     services = index.services
     _tune(services.store, args)
-    named = NamedDocuments(services.ledger.sources)
+    named = NamedDocuments(services.ledger.named)
     hybrid = Retriever(
         services.embedder, services.store, names=named, dense_sentences=args.dense_sentences
     )

@@ -86,7 +86,8 @@ class WindowReader:
         self.release()
         pdf, _ = self._document(path, name, password)
         check_pdf(pdf, name, self.limits)
-        metadata = {k: str(v) for k, v in (pdf.metadata or {}).items() if k in ("title", "author")}
+        wanted = ("title", "author", "subject")
+        metadata = {k: str(v) for k, v in (pdf.metadata or {}).items() if k in wanted}
         return DocInfo(
             page_count=pdf.page_count,
             metadata={k: v for k, v in metadata.items() if v.strip()},

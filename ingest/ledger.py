@@ -38,6 +38,8 @@ from ingest.records import (
 from ingest.sqlite_file import connect
 from ingest.tombstones import Tombstones
 from ocr_engine.schema import EngineInfo, PageStatus
+from retrieval.doc_card import DocumentCard
+from retrieval.doc_names import Named
 
 __all__ = ["LEDGER_FILE", "Ledger", "LinkKind", "LinkResult"]
 
@@ -46,7 +48,8 @@ log = logging.getLogger(__name__)
 LEDGER_FILE = "ledger.sqlite3"
 _DOC_COLUMNS = (
     "doc_id, source, size, status, pages, pages_done, chunks, errors, failure, attempts,"
-    " next_retry_at, uploaded, replaced_by, created_at, started_at, finished_at, timings, versions"
+    " next_retry_at, uploaded, replaced_by, created_at, started_at, finished_at, timings, versions,"
+    " card"
 )
 # a document whose replacement may still be indexed keeps its points until then
 _PENDING = (
@@ -142,6 +145,16 @@ class Ledger:
         rows = self._rows("SELECT doc_id, source FROM documents WHERE status IN ('ok', 'partial')")
         return {doc_id: source for doc_id, source in rows}
 
+    def named(self) -> dict[str, Named]:
+        """doc_id -> file name and card of every document with points in the index."""
+        rows = self._rows(
+            "SELECT doc_id, source, card FROM documents WHERE status IN ('ok', 'partial')"
+        )
+        return {
+            doc_id: Named(source, DocumentCard.model_validate_json(card) if card else None)
+            for doc_id, source, card in rows
+        }
+
     def _documents(self, where: str, args: Sequence[Any]) -> list[DocumentRecord]:
         with self._lock:
             rows = self._db.execute(
@@ -165,8 +178,9 @@ class Ledger:
             :10
         ]
         next_retry_at, uploaded, replaced_by, created, started, finished, timings, versions = row[
-            10:
+            10:18
         ]
+        card = DocumentCard.model_validate_json(row[18]) if row[18] else None
         timing = Timings.model_validate_json(timings)
         kind = FailureKind(failure) if failure else None
         return DocumentRecord(
@@ -191,6 +205,7 @@ class Ledger:
             seconds=timing.total_s,
             timings=timing,
             versions=Versions.model_validate_json(versions),
+            card=card,
         )
 
     def add(self, doc_id: str, source: str, size: int, *, uploaded: bool = False) -> bool:
@@ -339,6 +354,7 @@ class Ledger:
         errors: Sequence[str],
         timings: Timings,
         versions: Versions,
+        card: DocumentCard | None = None,
     ) -> None:
         if status not in (DocStatus.ok, DocStatus.partial):
             raise ValueError(f"finish() takes ok or partial, not {status}")
@@ -346,7 +362,7 @@ class Ledger:
             db.execute(
                 "UPDATE documents SET status = ?, pages = ?, pages_done = ?, chunks = ?,"
                 " errors = ?, failure = NULL, attempts = 0, next_retry_at = NULL,"
-                " finished_at = ?, timings = ?, versions = ? WHERE doc_id = ?",
+                " finished_at = ?, timings = ?, versions = ?, card = ? WHERE doc_id = ?",
                 (
                     status.value,
                     pages,
@@ -356,6 +372,7 @@ class Ledger:
                     time.time(),
                     timings.model_dump_json(),
                     versions.model_dump_json(),
+                    card.model_dump_json() if card is not None else None,
                     doc_id,
                 ),
             )

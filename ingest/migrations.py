@@ -146,6 +146,12 @@ def m003_tombstones(db: sqlite3.Connection, data_dir: Path) -> None:
     db.execute("CREATE INDEX tombstones_doc ON tombstones(doc_id)")
 
 
+@migration
+def m004_document_cards(db: sqlite3.Connection, data_dir: Path) -> None:
+    """Each document's card (JSON of `retrieval.doc_card.DocumentCard`), set by a success."""
+    db.execute("ALTER TABLE documents ADD COLUMN card TEXT")
+
+
 def applied(db: sqlite3.Connection) -> list[str]:
     """Names of the migrations that have run, oldest first."""
     exists = db.execute(

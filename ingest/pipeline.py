@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ingest.cards import CardBuilder, card_chunk
 from ingest.chunker import ChunkStream
 from ingest.embed_cache import EmbeddingCache
 from ingest.events import EventHub, EventKind, IngestEvent
@@ -49,6 +50,7 @@ from ocr_engine.furniture import FurnitureMarker
 from ocr_engine.options import OcrMode
 from ocr_engine.reader import engine_key, sent_to_ocr
 from ocr_engine.schema import SCHEMA_VERSION, BlockType, Document, Page, PageStatus
+from retrieval.doc_card import DocumentCard
 from retrieval.embedder import Embedder
 from retrieval.schema import CHUNK_SCHEMA_VERSION, Chunk
 from retrieval.store import VectorStore
@@ -82,6 +84,9 @@ class _Doc:
     furniture: int = 0  # blocks of text marked as running headers, footers, page numbers
     ocr_pages: int = 0  # pages sent to OCR
     writer: DocumentWriter | None = None
+    card: CardBuilder | None = None
+    first_page: Page | None = None
+    described: DocumentCard | None = None
     error: BaseException | None = None
     extract_s: float = 0.0
     embed_s: float = 0.0
@@ -250,6 +255,7 @@ class Ingestor:
             metadata=info.metadata,
         )
         doc.writer = self.files.writer(head)
+        doc.card = CardBuilder(record.source, info.metadata)
         chunker = ChunkStream(
             doc.doc_id,
             record.source,
@@ -276,8 +282,16 @@ class Ingestor:
             out.put(_Batch(doc, chunker.feed(marked), marked[-1].number if marked else 0))
         marked = furniture.finish()
         self._take_pages(doc, marked)
-        out.put(_Batch(doc, chunker.feed(marked) + chunker.finish(), info.page_count))
+        tail = chunker.feed(marked) + chunker.finish()
+        out.put(_Batch(doc, tail + self._card_point(doc, bool(tail)), info.page_count))
         return True
+
+    def _card_point(self, doc: _Doc, more: bool) -> list[Chunk]:
+        """The document's card as one point, when it has chunks to go with."""
+        if doc.card is None or doc.first_page is None or not (more or doc.content):
+            return []
+        doc.described = doc.card.card()
+        return [card_chunk(doc.described, doc.doc_id, doc.record.source, doc.first_page)]
 
     def _extracted(
         self, doc: _Doc, source: Path, password: str | None, chunk_windows: list[tuple[int, int]]
@@ -298,6 +312,10 @@ class Ingestor:
         """Page records, the JSON file: everything a window of marked pages is needed for."""
         assert doc.writer is not None
         doc.writer.add(pages)
+        if doc.card is not None:
+            doc.card.feed(pages)
+        if doc.first_page is None and pages:
+            doc.first_page = pages[0]
         self.ledger.record_pages(
             doc.doc_id,
             [
@@ -431,6 +449,7 @@ class Ingestor:
                 embedder=self.embedder.name,
                 engines=sorted(doc.engines),
             ),
+            card=doc.described,
         )
         result = FileResult(
             path=doc.record.paths[0] if doc.record.paths else "",

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from ocr_engine.errors import FolioError
 from ocr_engine.schema import EngineInfo, PageStatus
+from retrieval.doc_card import DocumentCard
 
 __all__ = [
     "DocStatus",
@@ -118,6 +119,9 @@ class DocumentRecord(BaseModel):
     seconds: float = Field(default=0.0, description="duration of the last attempt")
     timings: Timings = Field(default_factory=Timings)
     versions: Versions = Field(default_factory=Versions)
+    card: DocumentCard | None = Field(
+        default=None, description="what it is, read from its content by the last success"
+    )
 
 
 class PathRecord(BaseModel):

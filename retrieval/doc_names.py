@@ -1,11 +1,15 @@
 """Documents a question names: "3M's FY2018 capex", "Best Buy's gross margin", "MGM in FY2022".
 
-A file's name is how people refer to it (`3M_2018_10K.pdf`, `BESTBUY_2023_10K.pdf`), so a question
-that writes one of its name words as a name — capitalised, in capitals, or mixing letters and
-digits, alone or run together ("Best Buy" for `BESTBUY`, "MGM" for `MGMRESORTS`) — is about that
-file. Lower-case words never name a file ("user", "report"), nor do stopwords or words under three
-letters. Of the files named, the best by the inverse frequency of their matched words among all
-file names (years in both break ties) are the ones meant. Measured in docs/benchmarks.md.
+A document is named by what it is — its card's aliases (`retrieval/doc_card.py`: its
+organisation's words, alone, run together and as initials, and its title's, less the words its
+own text writes in lower case) — and by its file name's words (`3M_2018_10K.pdf`), one signal
+among these. A question that writes one of them as a name — capitalised, in capitals, or mixing
+letters and digits, alone or run together ("Best Buy" for `bestbuy`, "MGM" for `mgmresorts`) — is
+about that document. Lower-case words never name one ("user", "report"), nor do stopwords, words
+under three letters, words that say what kind of file it is ("Report", "Safety Data Sheet":
+`GENERIC_WORDS`), or words more than half of the documents share. Of the documents named, the
+best by the inverse frequency of their matched words (years of their names and cards break ties)
+are the ones meant. Measured in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import NamedTuple
 
+from retrieval.doc_card import GENERIC_WORDS, DocumentCard
 from retrieval.text_terms import STOPWORDS
 
-__all__ = ["NameMatch", "NamedDocuments", "name_words"]
+__all__ = ["NameMatch", "Named", "NamedDocuments", "name_words"]
 
 _SPLIT = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[&'’][A-Za-z0-9]+)*")
@@ -84,26 +89,46 @@ class NameMatch(NamedTuple):
     apart), for the lexical search inside those files."""
 
 
+class Named(NamedTuple):
+    """An indexed document as questions may name it: its file name and its card, if any."""
+
+    source: str
+    card: DocumentCard | None = None
+
+
+def _names(named: str | Named) -> tuple[frozenset[str], frozenset[str]]:
+    """(words that name the document, its years)."""
+    doc = Named(named) if isinstance(named, str) else named
+    years = set(_YEAR.findall(PurePath(doc.source).stem))
+    words = set(name_words(doc.source)) - GENERIC_WORDS
+    if doc.card is not None:
+        words = set(doc.card.aliases)  # the file name's words, less those its text writes lower
+        years |= doc.card.years
+    return frozenset(words), frozenset(years)
+
+
 class _NameIndex(NamedTuple):
     words: dict[str, tuple[frozenset[str], frozenset[str]]]  # doc_id -> (name words, years)
-    df: Counter[str]  # name word -> how many file names hold it
+    df: Counter[str]  # name word -> how many documents it names
 
     @classmethod
-    def of(cls, sources: Mapping[str, str]) -> _NameIndex:
-        words = {
-            d: (name_words(s), frozenset(_YEAR.findall(PurePath(s).stem)))
-            for d, s in sources.items()
-        }
-        return cls(words, Counter(w for names, _ in words.values() for w in names))
+    def of(cls, sources: Mapping[str, str | Named]) -> _NameIndex:
+        words = {d: _names(s) for d, s in sources.items()}
+        df = Counter(w for names, _ in words.values() for w in names)
+        if len(words) >= 3:  # a word most documents share tells none apart
+            shared = {w for w, n in df.items() if n > len(words) / 2 and n >= 3}
+            words = {d: (names - shared, years) for d, (names, years) in words.items()}
+        return cls(words, df)
 
 
 class NamedDocuments:
-    """Which indexed documents a question names, from `sources()`: doc_id -> file name."""
+    """Which indexed documents a question names, from `sources()`: doc_id -> file name, or
+    file name and card (`Named`)."""
 
-    def __init__(self, sources: Callable[[], Mapping[str, str]]) -> None:
+    def __init__(self, sources: Callable[[], Mapping[str, str | Named]]) -> None:
         self._sources = sources
         self._lock = threading.Lock()
-        self._seen: Mapping[str, str] = {}
+        self._seen: Mapping[str, str | Named] = {}
         self._index = _NameIndex({}, Counter())
 
     def _current(self) -> _NameIndex:

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ocr_engine.geometry import Box
+from retrieval.doc_card import DocumentCard
 
 CHUNK_SCHEMA_VERSION = "1.1"  # 1.1: paragraphs and tables continued across pages
 _POINT_NAMESPACE = uuid.UUID("6f1c2a9e-3d4b-5a8c-9e7f-0b1d2c3e4f50")
@@ -45,6 +46,9 @@ class Chunk(BaseModel):
     regions: list[Region]
     lines: list[ChunkLine] = Field(default_factory=list)
     doc_version: str = CHUNK_SCHEMA_VERSION
+    card: DocumentCard | None = Field(
+        default=None, description="on the document's card point (kind `card`) only"
+    )
 
     @property
     def point_id(self) -> str:

@@ -17,6 +17,7 @@ from retrieval.answer import (
     following_ids,
 )
 from retrieval.cells import CellBox
+from retrieval.doc_card import CARD_KIND
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
 from retrieval.schema import (
@@ -172,15 +173,16 @@ class Retriever:
             narrowed, rest = named
             first = self.store.search(vector, fetch, narrowed, text=rest if text else None)
             found = first + found
+        found = [hit for hit in found if hit.chunk.kind != CARD_KIND]  # routing, never a hit
         if not self.page_hits:
             return _distinct(found, top_k, lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id))
         return distinct_pages(found, top_k)
 
     @staticmethod
     def _agrees(named: SearchFilter, found: list[ScoredChunk]) -> bool:
-        """Whether the plain search also finds a named document among its first chunks: a name
-        the content does not back ("China's largest cloud provider" beside `US-Views-on-China`)
-        is ignored."""
+        """Whether the plain search also finds a named document among its first chunks (its card
+        point counts): a name the content does not back ("China's largest cloud provider" beside
+        `US-Views-on-China`) is ignored."""
         wanted = set(named.doc_ids or ())
         return any(hit.chunk.doc_id in wanted for hit in found[:_AGREEMENT_WINDOW])
 

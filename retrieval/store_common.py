@@ -170,7 +170,7 @@ def chunk_payload(chunk: Chunk) -> dict[str, Any]:
         "chunk_id": chunk.chunk_id,
         PAGES_FIELD: pages,
         # a JSON string: qdrant-edge-py converts a nested dict ~10x slower (2.4 vs 0.25 ms a chunk)
-        "chunk": chunk.model_dump_json(),
+        "chunk": chunk.model_dump_json(exclude_none=True),
     }
 
 

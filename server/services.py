@@ -122,7 +122,7 @@ def build_retriever(
     return Retriever(
         embedder,
         store,
-        names=NamedDocuments(ledger.sources),
+        names=NamedDocuments(ledger.named),
         dense_sentences=settings.answer_dense_sentences,
         cell_box=TableCellBoxes(files.load_document) if files is not None else None,
     )

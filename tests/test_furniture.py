@@ -123,7 +123,7 @@ def test_a_one_line_page_is_content_wherever_it_stands(
     [block] = extract_document(pdf, options=NEVER).pages[0].blocks
     assert (block.type, block.text) == (BlockType.text, sentence)
     [result] = services.sync.ingest_paths([pdf])
-    assert result.status is FileStatus.ok and result.chunks == 1, result.error
+    assert result.status is FileStatus.ok and result.chunks == 2, result.error  # + its card
 
 
 def test_a_document_of_nothing_but_furniture_says_so(services: Services, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pymupdf
 import pytest
 
+from ingest.cards import document_card
 from ingest.chunker import chunk_document
 from ingest.failures import RetryPolicy
 from ingest.options import windows
@@ -286,7 +287,8 @@ def test_windows_give_the_chunks_and_json_of_the_whole_document(tmp_path: Path) 
         assert doc_id is not None
         whole = extract_document(pdf, options=NEVER)
         expected = chunk_document(whole, count_tokens=svc.embedder.count_tokens)
-        assert svc.store.chunks(doc_id) == expected
+        *chunks, card = svc.store.chunks(doc_id)  # the document's card point comes last
+        assert chunks == expected and card.card == document_card(whole)
         assert any({3, 4} <= {r.page for r in c.regions} for c in expected), "spans two windows"
         stored = svc.files.load_document(doc_id)
         assert stored.page_count == 10 and stored.pages == whole.pages

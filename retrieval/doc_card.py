@@ -1,0 +1,125 @@
+"""A document's card: what it is (title, organisation, kind, period, language), read from its
+content at ingest (`ingest/cards.py`), kept in the ledger and in the index as one point of
+kind `card`, so a question can name a document by what it is, whatever its file is called."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "CARD_CHUNK_ID",
+    "CARD_KIND",
+    "GENERIC_WORDS",
+    "DocKind",
+    "DocumentCard",
+    "card_line",
+    "card_text",
+]
+
+CARD_KIND = "card"
+"""The `Chunk.kind` of a document's card point: searched, never shown or cited."""
+CARD_CHUNK_ID = "card"
+
+_GENERIC = """report reports annual quarterly final draft version copy scan scanned document
+documents file files sheet sheets data safety manual manuals guide user users form forms summary
+presentation slides slide deck notes paper papers new old updated revised page pages full part
+chapter appendix exhibit edition fiscal year years quarter results earnings statement statements
+financial release press company corporation inc corp co ltd limited plc llc group holdings the
+international contents overview review brochure handbook instructions datasheet proxy letter
+filing filings english print web online pdf doc scan img image"""
+GENERIC_WORDS = frozenset(_GENERIC.split())
+"""Words of file names and titles that say what kind of file it is, never which one."""
+
+
+class DocKind(StrEnum):
+    annual_report = "annual_report"
+    quarterly_report = "quarterly_report"
+    current_report = "current_report"
+    earnings_release = "earnings_release"
+    paper = "paper"
+    manual = "manual"
+    slide_deck = "slide_deck"
+    form = "form"
+    datasheet = "datasheet"
+    other = "other"
+
+
+_KIND_WORDS = {
+    DocKind.annual_report: "annual report",
+    DocKind.quarterly_report: "quarterly report",
+    DocKind.current_report: "current report",
+    DocKind.earnings_release: "earnings release",
+    DocKind.paper: "paper",
+    DocKind.manual: "manual",
+    DocKind.slide_deck: "slide deck",
+    DocKind.form: "form",
+    DocKind.datasheet: "datasheet",
+    DocKind.other: "document",
+}
+
+
+class DocumentCard(BaseModel):
+    """What a document is, read from its first pages, running headers, headings and metadata."""
+
+    title: str | None = None
+    organisation: str | None = Field(default=None, description="who it is by or about")
+    kind: DocKind = DocKind.other
+    form: str | None = Field(default=None, description="an SEC form it is filed as: 10-K, 8-K...")
+    year: int | None = Field(default=None, description="the (fiscal) year it covers")
+    quarter: int | None = Field(default=None, ge=1, le=4)
+    period_end: date | None = Field(default=None, description="the period or date it covers")
+    language: str | None = Field(default=None, description="ISO 639-1 code")
+    aliases: list[str] = Field(
+        default_factory=list,
+        description="lower-case words (and runs of words written together) that name it: from "
+        "its organisation, title and file name, less the words its own text writes in lower case",
+    )
+
+    @property
+    def years(self) -> set[str]:
+        """The years the document covers, as digits."""
+        found = {str(self.year)} if self.year else set()
+        if self.period_end is not None:
+            found.add(str(self.period_end.year))
+        return found
+
+
+def _period(card: DocumentCard) -> str:
+    parts = []
+    fiscal = "FY" if card.form else ""
+    if card.quarter and card.year:
+        parts.append(f"Q{card.quarter} {fiscal}{card.year}")
+    elif card.year:
+        parts.append(f"{fiscal}{card.year}")
+    if card.period_end is not None:
+        parts.append(card.period_end.isoformat())
+    return " ".join(parts)
+
+
+def card_line(card: DocumentCard) -> str:
+    """organisation · kind · period, the parts the card has."""
+    kind = _KIND_WORDS[card.kind] + (f" ({card.form})" if card.form else "")
+    return " · ".join(p for p in (card.organisation, kind, _period(card)) if p)
+
+
+def card_text(card: DocumentCard) -> str:
+    """The card in words: what its point embeds and indexes lexically."""
+    kind = _KIND_WORDS[card.kind] + (f" (Form {card.form})" if card.form else "")
+    head = f"{card.organisation} {kind}" if card.organisation else kind.capitalize()
+    period = []
+    if card.quarter:
+        period.append(f"quarter {card.quarter}")
+    if card.year and card.form:
+        period.append(f"fiscal year {card.year} (FY{card.year})")
+    elif card.year:
+        period.append(str(card.year))
+    if card.period_end is not None:
+        period.append(f"period ended {card.period_end:%B %d, %Y}")
+    text = head + (" for " + ", ".join(period) if period else "") + "."
+    if card.title and card.title != card.organisation:
+        text += f" {card.title}."
+    return re.sub(r"\s+", " ", text).strip()

@@ -1,0 +1,141 @@
+"""Document cards: read from the content at ingest, kept in the ledger and the index, and used to
+route a question to the documents it names whatever their files are called."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from ingest.cards import document_card
+from ingest.pipeline import FileStatus, IngestOptions
+from ocr_engine.extract import extract_document
+from ocr_engine.options import ExtractOptions, OcrMode
+from retrieval.doc_card import CARD_KIND, DocKind
+from server.services import Services, build_services
+from server.settings import Settings
+from tests.fakes import HashEmbedder
+
+NEVER = ExtractOptions(ocr=OcrMode.never)
+Line = tuple[float, str]  # font size, text
+
+
+def _filing(company: str, year: int, revenue: str) -> bytes:
+    """A 10-K: the SEC cover naming the registrant, then a page of figures."""
+    cover: list[Line] = [
+        (10, "UNITED STATES SECURITIES AND EXCHANGE COMMISSION"),
+        (14, "FORM 10-K"),
+        (10, f"For the fiscal year ended December 2, {year}"),
+        (18, company.upper()),
+        (8, "(Exact name of registrant as specified in its charter)"),
+    ]
+    body: list[Line] = [
+        (10, "Item 7. Results of operations"),
+        (10, f"Total revenue was {revenue} in fiscal {year}, driven by subscriptions."),
+        (10, "Our products are sold through a direct sales force and online stores."),
+    ]
+    return _pdf([cover, body])
+
+
+def _pdf(pages: list[list[Line]]) -> bytes:
+    doc = pymupdf.open()
+    for lines in pages:
+        page = doc.new_page(width=612, height=792)
+        y = 72.0
+        for size, text in lines:
+            page.insert_text((72, y), text, fontsize=size)
+            y += size * 2.2
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    options = IngestOptions(extract=NEVER, extract_processes=0)
+    svc = build_services(
+        Settings(data_dir=tmp_path / "data", ocr=OcrMode.never),
+        embedder=HashEmbedder(),
+        options=options,
+    )
+    yield svc
+    svc.close()
+
+
+def _ingest(services: Services, folder: Path, files: dict[str, bytes]) -> dict[str, str]:
+    """file name -> doc_id of the files, ingested."""
+    folder.mkdir(exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    results = services.sync.ingest_paths(sorted(folder / name for name in files))
+    assert all(r.status is FileStatus.ok for r in results), [r.error for r in results]
+    return {r.source: str(r.doc_id) for r in results}
+
+
+def test_a_filing_cover_gives_the_card(tmp_path: Path) -> None:
+    pdf = tmp_path / "doc_0001.pdf"
+    pdf.write_bytes(_filing("Adobe Inc.", 2022, "$17,606 million"))
+    card = document_card(extract_document(pdf, options=NEVER))
+    assert (card.organisation, card.kind, card.form) == ("Adobe Inc", DocKind.annual_report, "10-K")
+    assert card.year == 2022 and str(card.period_end) == "2022-12-02" and card.language == "en"
+    assert "adobe" in card.aliases
+
+
+def test_opaque_file_names_route_by_the_card(services: Services, tmp_path: Path) -> None:
+    ids = _ingest(
+        services,
+        tmp_path / "inbox",
+        {
+            "doc_0001.pdf": _filing("Adobe Inc.", 2021, "$15,785 million"),
+            "doc_0002.pdf": _filing("Adobe Inc.", 2022, "$17,606 million"),
+            "doc_0003.pdf": _filing("Microsoft Corporation", 2022, "$198,270 million"),
+        },
+    )
+    record = services.ledger.get(ids["doc_0002.pdf"])
+    assert record.card is not None and record.card.organisation == "Adobe Inc"
+    question = "What was Adobe's revenue in FY2022?"
+    assert services.retriever.names is not None
+    assert services.retriever.names.match(question).doc_ids == [ids["doc_0002.pdf"]]
+    hits = services.retriever.search(question, 5)
+    assert hits[0].chunk.doc_id == ids["doc_0002.pdf"]
+    assert all(h.chunk.kind != CARD_KIND for h in hits), "a card routes, it is never a hit"
+    cards = [c for c in services.store.chunks(ids["doc_0002.pdf"]) if c.kind == CARD_KIND]
+    assert len(cards) == 1 and cards[0].card == record.card  # in the point's payload too
+
+
+def test_a_capitalised_common_word_does_not_capture_the_search(
+    services: Services, tmp_path: Path
+) -> None:
+    ids = _ingest(
+        services,
+        tmp_path / "inbox",
+        {
+            "Report.pdf": _pdf([[(18, "Report"), (10, "This report covers the harbour works.")]]),
+            "Safety Data Sheet.pdf": _pdf([[(18, "Safety Data Sheet"), (10, "Keep dry.")]]),
+            "report final v2.pdf": _pdf([[(10, "The bridge was painted green in May.")]]),
+            "scan_0001.pdf": _pdf([[(10, "The ferry timetable changes in winter.")]]),
+        },
+    )
+    assert services.retriever.names is not None
+    for question in (
+        "What does the Report say about the ferry?",
+        "What does the Safety Data Sheet say about storage?",
+        "Which Scan shows the ferry timetable?",
+        "What changed in the Final V2 report?",
+    ):
+        assert services.retriever.names.match(question).doc_ids == [], question
+    hits = services.retriever.search("What does the Report say about the ferry timetable?", 4)
+    assert ids["scan_0001.pdf"] in {h.chunk.doc_id for h in hits}, "not held to Report.pdf"
+
+
+def test_the_card_is_in_the_document_detail(services: Services, tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from server.app import create_app
+
+    ids = _ingest(services, tmp_path / "inbox", {"x.pdf": _filing("Acme Corp", 2020, "$5")})
+    with TestClient(create_app(services, watch=False)) as client:
+        body = client.get(f"/documents/{ids['x.pdf']}").json()
+    assert body["card"]["organisation"] == "Acme Corp" and body["card"]["year"] == 2020
