@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import json
-import logging
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any
 
 import typer
 
-T = TypeVar("T")
+from server.cli_support import (
+    Progress,
+    build_or_exit,
+    load_settings,
+    local_url,
+    open_or_remote,
+    open_services,
+    refuse_busy,
+    remote_call,
+    report,
+    setup_logging,
+    shown,
+    with_progress,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -37,101 +47,6 @@ OcrUrl = Annotated[
 ]
 
 
-def _settings(**overrides: Any) -> Any:
-    """Settings from the environment with the command line's values on top; exits on bad ones."""
-    from pydantic import ValidationError
-
-    from server.settings import Settings
-
-    try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as exc:
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"]) or "settings"
-            typer.echo(f"error: {where}: {error['msg']}", err=True)
-        raise typer.Exit(2) from None
-
-
-def _busy(exc: Exception) -> NoReturn:
-    typer.echo(
-        f"error: {exc}\nOnly one folio process can hold a data directory: stop it, or use the "
-        "running server's HTTP API or watched folder instead.",
-        err=True,
-    )
-    raise typer.Exit(2)
-
-
-def _build(settings: Any, command: str) -> Any:
-    """The services; DataDirBusyError when another process holds the data directory, a clean
-    exit when the index cannot be opened."""
-    from ocr_engine.errors import EngineUnavailableError
-    from retrieval.embedder import EmbedderError
-    from retrieval.store import StoreError
-    from server.services import build_services
-
-    try:
-        return build_services(settings, command=command)
-    except (StoreError, EmbedderError, EngineUnavailableError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-
-
-def _open_services(settings: Any, command: str) -> Any:
-    """The services, or a clean exit naming the process that holds the data directory."""
-    from server.datadir import DataDirBusyError
-
-    try:
-        return _build(settings, command)
-    except DataDirBusyError as exc:
-        _busy(exc)
-
-
-def _open_or_remote(settings: Any, command: str) -> Any:
-    """The services over the data directory, or, while a `folio serve` holds it, a client of
-    that server's API (which the lock file names); no file of the index is opened before the
-    lock is held."""
-    from server.datadir import DataDirBusyError, lock_holder
-    from server.remote import RemoteFolio
-
-    holder = lock_holder(settings.data_dir)
-    if holder is None or holder.url is None:
-        try:
-            return _build(settings, command)
-        except DataDirBusyError as exc:
-            holder = exc.holder
-            if holder is None or holder.url is None:
-                _busy(exc)
-    url = holder.url
-    assert url is not None
-    key = settings.api_key.get_secret_value() if settings.api_key is not None else None
-    typer.echo(f"{settings.data_dir} is served by pid {holder.pid}: using {url}", err=True)
-    return RemoteFolio(url, api_key=key)
-
-
-def _remote_call(call: Callable[[], T]) -> T:
-    """A call to the running server; its failure ends the command with the reason."""
-    from server.remote import RemoteError
-
-    try:
-        return call()
-    except RemoteError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-
-
-def shown(name: str) -> str:
-    """A file name fit for one terminal line: control characters (a newline) escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
-
-
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-
-
 @app.command()
 def extract(
     file: Annotated[
@@ -151,7 +66,7 @@ def extract(
     from ocr_engine.errors import BadInputError
     from ocr_engine.extract import extract_document
 
-    options = _settings(ocr=ocr, ocr_url=ocr_url).extract_options()
+    options = load_settings(ocr=ocr, ocr_url=ocr_url).extract_options()
     try:
         document = extract_document(
             file.read_bytes(), source=file.name, password=password, options=options
@@ -167,78 +82,6 @@ def extract(
         typer.echo(f"{file.name}: {document.page_count} pages -> {out}", err=True)
 
 
-class _Progress:
-    """A tqdm bar in pages (total grows as documents start) fed by ingest events."""
-
-    def __init__(self) -> None:
-        import threading
-
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=0, unit="page", desc="ingest", file=sys.stderr, dynamic_ncols=True)
-        self._lock = threading.Lock()
-        self._done: dict[str, int] = {}
-
-    def __call__(self, event: Any) -> None:
-        from ingest.events import EventKind
-
-        with self._lock:
-            if event.kind is EventKind.started:
-                self.bar.total += event.pages_total
-                self._done[event.doc_id] = 0
-                self.bar.set_postfix_str(shown(event.source)[:40], refresh=False)
-                self.bar.refresh()
-            elif event.kind is EventKind.progress and event.stage == "embed":
-                self._advance(event.doc_id, event.pages_done)
-            elif event.kind is EventKind.finished and event.doc_id in self._done:
-                self._advance(event.doc_id, event.pages_total)
-
-    def _advance(self, doc_id: str, reached: int) -> None:
-        done = self._done.get(doc_id, 0)
-        if reached > done:
-            self.bar.update(reached - done)
-            self._done[doc_id] = reached
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-def _process(events: Any, work: Callable[[], T]) -> T:
-    """Run `work()` (which ingests) with a progress bar on stderr fed by `events`."""
-    progress = _Progress()
-    unsubscribe = events.subscribe(progress)
-    try:
-        return work()
-    finally:
-        unsubscribe()
-        progress.close()
-
-
-def _report(summary: Any) -> int:
-    """Print what happened to the files and one line per partial or failed file; the number of
-    failures."""
-    from ingest.pipeline import FileStatus
-
-    seconds = summary.seconds
-    rate = f", {summary.pages / seconds:.2f} pages/s" if summary.pages and seconds > 0 else ""
-    moved = f", {summary.moved} moved" if summary.moved else ""
-    typer.echo(
-        f"{len(summary.results)} files: {summary.new} new, {summary.changed} changed{moved}, "
-        f"{summary.unchanged} unchanged, {summary.failed} failed; {summary.removed} removed; "
-        f"{summary.pages} pages in {seconds:.1f}s{rate}",
-        err=True,
-    )
-    for result in summary.results:
-        if result.status is FileStatus.partial:
-            typer.echo(f"PARTIAL {shown(result.path)}: {result.error}", err=True)
-    for result in summary.results:
-        if result.status is FileStatus.failed:
-            again = " (will be retried)" if result.retry else ""
-            name = shown(result.path or result.source)
-            typer.echo(f"FAILED {name}: {result.error}{again}", err=True)
-    return summary.failed
-
-
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (walked for *.pdf)")],
@@ -250,7 +93,7 @@ def ingest(
 ) -> None:
     """Bring the index in line with folders and files: new and changed PDFs are ingested,
     deleted ones removed, renamed and copied ones relinked; exits 1 when a file failed."""
-    _setup_logging(verbose)
+    setup_logging(verbose)
     missing = [p for p in paths if not p.exists()]
     for path in missing:
         typer.echo(f"{path}: no such file or directory", err=True)
@@ -259,18 +102,18 @@ def ingest(
         raise typer.Exit(1)
     from server.remote import RemoteFolio
 
-    target = _open_or_remote(_settings(data_dir=data_dir, ocr=ocr, ocr_url=ocr_url), "ingest")
+    target = open_or_remote(load_settings(data_dir=data_dir, ocr=ocr, ocr_url=ocr_url), "ingest")
     if isinstance(target, RemoteFolio):
-        progress = _Progress()
+        progress = Progress()
         try:
-            summary = _remote_call(lambda: target.ingest(present, force=force, on_event=progress))
+            summary = remote_call(lambda: target.ingest(present, force=force, on_event=progress))
         finally:
             progress.close()
             target.close()
     else:
         try:
             target.sync.recover()
-            summary = _process(
+            summary = with_progress(
                 target.events, lambda: target.sync.ingest_summary(present, force=force)
             )
         finally:
@@ -278,7 +121,7 @@ def ingest(
     if not summary.results and not missing:
         typer.echo("no PDF files found", err=True)
         raise typer.Exit(1)
-    if _report(summary) or missing:
+    if report(summary) or missing:
         raise typer.Exit(1)
 
 
@@ -291,15 +134,15 @@ def retry(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Process failed documents again now, without waiting for their backoff."""
-    _setup_logging(verbose)
+    setup_logging(verbose)
     from ingest.scan import summarize
 
-    services = _open_services(_settings(data_dir=data_dir), "retry")
+    services = open_services(load_settings(data_dir=data_dir), "retry")
     started = time.perf_counter()
     try:
         services.sync.recover()
         queued = services.sync.retry(include_permanent=all_failed)
-        results = _process(services.events, services.sync.process_pending) if queued else []
+        results = with_progress(services.events, services.sync.process_pending) if queued else []
     finally:
         services.close()
     if not results:
@@ -307,7 +150,7 @@ def retry(
         return
     summary = summarize(results, [])
     summary.seconds = time.perf_counter() - started
-    if _report(summary):
+    if report(summary):
         raise typer.Exit(1)
 
 
@@ -325,15 +168,15 @@ def docs(
     from ingest.records import DocStatus
     from server.remote import RemoteFolio
 
-    _setup_logging(False)
+    setup_logging(False)
     status = DocStatus.failed if failed else None
-    target = _open_or_remote(_settings(data_dir=data_dir), "docs")
+    target = open_or_remote(load_settings(data_dir=data_dir), "docs")
     if removed:
         _removed(target, as_json)
         return
     try:
         if isinstance(target, RemoteFolio):  # the server's ledger, kept equal to its index
-            records = _remote_call(lambda: target.documents(status))
+            records = remote_call(lambda: target.documents(status))
             points = {r.doc_id: r.chunks for r in records}
         else:
             records = target.ledger.documents(status)
@@ -371,7 +214,7 @@ def _removed(target: Any, as_json: bool) -> None:
 
     try:
         if isinstance(target, RemoteFolio):
-            stones = _remote_call(target.removed)
+            stones = remote_call(target.removed)
         else:
             stones = target.ledger.tombstones.all()
     finally:
@@ -398,16 +241,16 @@ def query(
     from retrieval.schema import QueryRequest
     from server.remote import RemoteFolio
 
-    _setup_logging(False)
+    setup_logging(False)
     try:
         request = QueryRequest(question=question, top_k=top_k)
     except ValidationError as exc:
         typer.echo(f"error: {exc.errors()[0]['msg']}", err=True)
         raise typer.Exit(2) from None
-    target = _open_or_remote(_settings(data_dir=data_dir), "query")
+    target = open_or_remote(load_settings(data_dir=data_dir), "query")
     try:
         if isinstance(target, RemoteFolio):
-            response = _remote_call(lambda: target.query(request))
+            response = remote_call(lambda: target.query(request))
         else:
             response = _answer_locally(target, request)
     finally:
@@ -454,12 +297,12 @@ def serve(
     from server.app import create_app
     from server.shutdown import serve as serve_app
 
-    _setup_logging(True)
-    settings = _settings(
+    setup_logging(True)
+    settings = load_settings(
         data_dir=data_dir, watch_dir=watch, host=host, port=port, ocr=ocr, ocr_url=ocr_url
     )
-    services = _open_services(settings, "serve")
-    services.lock.announce(_url(settings.host, settings.port))
+    services = open_services(settings, "serve")
+    services.lock.announce(local_url(settings.host, settings.port))
     services.embedder.embed_query("warm up")
     serve_app(create_app(services), host=settings.host, port=settings.port, close=services.close)
 
@@ -473,8 +316,8 @@ def worker(data_dir: DataDir = None) -> None:
 
     from ingest.work_queue import BrokerUnavailableError, run_worker
 
-    _setup_logging(True)
-    settings = _settings(data_dir=data_dir)
+    setup_logging(True)
+    settings = load_settings(data_dir=data_dir)
     if settings.broker_url is None:
         typer.echo("error: FOLIO_BROKER_URL is not set: a worker needs the broker", err=True)
         raise typer.Exit(2)
@@ -497,13 +340,13 @@ def mcp(data_dir: DataDir = None) -> None:
     from server.datadir import DataDirBusyError, lock_holder
     from server.mcp_server import MCP_PATH, build_mcp
 
-    _setup_logging(False)
-    settings = _settings(data_dir=data_dir)
+    setup_logging(False)
+    settings = load_settings(data_dir=data_dir)
     holder = lock_holder(settings.data_dir)
     try:
         if holder is not None and holder.url is not None:
             raise DataDirBusyError(settings.data_dir, holder)
-        services = _build(settings, "mcp")
+        services = build_or_exit(settings, "mcp")
     except DataDirBusyError as exc:
         if exc.holder is not None and exc.holder.url is not None:
             typer.echo(
@@ -512,7 +355,7 @@ def mcp(data_dir: DataDir = None) -> None:
                 err=True,
             )
             raise typer.Exit(2) from None
-        _busy(exc)
+        refuse_busy(exc)
     from server.deps import page_renderer
 
     try:
@@ -520,12 +363,6 @@ def mcp(data_dir: DataDir = None) -> None:
         build_mcp(services, page_renderer(settings), settings.link_signer()).run("stdio")
     finally:
         services.close()
-
-
-def _url(host: str, port: int) -> str:
-    """Where a client on this machine reaches a server bound to `host`."""
-    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 @app.command(hidden=True)

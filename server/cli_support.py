@@ -1,0 +1,202 @@
+"""What the `folio` commands share: settings from the environment and the command line, the data
+directory opened (or the running server's API, while `folio serve` holds it), progress and the
+ingest report on the terminal."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import typer
+
+__all__ = [
+    "Progress",
+    "build_or_exit",
+    "load_settings",
+    "local_url",
+    "open_or_remote",
+    "open_services",
+    "refuse_busy",
+    "remote_call",
+    "report",
+    "setup_logging",
+    "shown",
+    "with_progress",
+]
+
+T = TypeVar("T")
+
+
+def load_settings(**overrides: Any) -> Any:
+    """Settings from the environment with the command line's values on top; exits on bad ones."""
+    from pydantic import ValidationError
+
+    from server.settings import Settings
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "settings"
+            typer.echo(f"error: {where}: {error['msg']}", err=True)
+        raise typer.Exit(2) from None
+
+
+def refuse_busy(exc: Exception) -> NoReturn:
+    typer.echo(
+        f"error: {exc}\nOnly one folio process can hold a data directory: stop it, or use the "
+        "running server's HTTP API or watched folder instead.",
+        err=True,
+    )
+    raise typer.Exit(2)
+
+
+def build_or_exit(settings: Any, command: str) -> Any:
+    """The services; DataDirBusyError when another process holds the data directory, a clean
+    exit when the index cannot be opened."""
+    from ocr_engine.errors import EngineUnavailableError
+    from retrieval.embedder import EmbedderError
+    from retrieval.store import StoreError
+    from server.services import build_services
+
+    try:
+        return build_services(settings, command=command)
+    except (StoreError, EmbedderError, EngineUnavailableError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def open_services(settings: Any, command: str) -> Any:
+    """The services, or a clean exit naming the process that holds the data directory."""
+    from server.datadir import DataDirBusyError
+
+    try:
+        return build_or_exit(settings, command)
+    except DataDirBusyError as exc:
+        refuse_busy(exc)
+
+
+def open_or_remote(settings: Any, command: str) -> Any:
+    """The services over the data directory, or, while a `folio serve` holds it, a client of
+    that server's API (which the lock file names); no file of the index is opened before the
+    lock is held."""
+    from server.datadir import DataDirBusyError, lock_holder
+    from server.remote import RemoteFolio
+
+    holder = lock_holder(settings.data_dir)
+    if holder is None or holder.url is None:
+        try:
+            return build_or_exit(settings, command)
+        except DataDirBusyError as exc:
+            holder = exc.holder
+            if holder is None or holder.url is None:
+                refuse_busy(exc)
+    url = holder.url
+    assert url is not None
+    key = settings.api_key.get_secret_value() if settings.api_key is not None else None
+    typer.echo(f"{settings.data_dir} is served by pid {holder.pid}: using {url}", err=True)
+    return RemoteFolio(url, api_key=key)
+
+
+def remote_call(call: Callable[[], T]) -> T:
+    """A call to the running server; its failure ends the command with the reason."""
+    from server.remote import RemoteError
+
+    try:
+        return call()
+    except RemoteError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+def shown(name: str) -> str:
+    """A file name fit for one terminal line: control characters (a newline) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+class Progress:
+    """A tqdm bar in pages (total grows as documents start) fed by ingest events."""
+
+    def __init__(self) -> None:
+        import threading
+
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=0, unit="page", desc="ingest", file=sys.stderr, dynamic_ncols=True)
+        self._lock = threading.Lock()
+        self._done: dict[str, int] = {}
+
+    def __call__(self, event: Any) -> None:
+        from ingest.events import EventKind
+
+        with self._lock:
+            if event.kind is EventKind.started:
+                self.bar.total += event.pages_total
+                self._done[event.doc_id] = 0
+                self.bar.set_postfix_str(shown(event.source)[:40], refresh=False)
+                self.bar.refresh()
+            elif event.kind is EventKind.progress and event.stage == "embed":
+                self._advance(event.doc_id, event.pages_done)
+            elif event.kind is EventKind.finished and event.doc_id in self._done:
+                self._advance(event.doc_id, event.pages_total)
+
+    def _advance(self, doc_id: str, reached: int) -> None:
+        done = self._done.get(doc_id, 0)
+        if reached > done:
+            self.bar.update(reached - done)
+            self._done[doc_id] = reached
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def with_progress(events: Any, work: Callable[[], T]) -> T:
+    """Run `work()` (which ingests) with a progress bar on stderr fed by `events`."""
+    progress = Progress()
+    unsubscribe = events.subscribe(progress)
+    try:
+        return work()
+    finally:
+        unsubscribe()
+        progress.close()
+
+
+def report(summary: Any) -> int:
+    """Print what happened to the files and one line per partial or failed file; the number of
+    failures."""
+    from ingest.pipeline import FileStatus
+
+    seconds = summary.seconds
+    rate = f", {summary.pages / seconds:.2f} pages/s" if summary.pages and seconds > 0 else ""
+    moved = f", {summary.moved} moved" if summary.moved else ""
+    typer.echo(
+        f"{len(summary.results)} files: {summary.new} new, {summary.changed} changed{moved}, "
+        f"{summary.unchanged} unchanged, {summary.failed} failed; {summary.removed} removed; "
+        f"{summary.pages} pages in {seconds:.1f}s{rate}",
+        err=True,
+    )
+    for result in summary.results:
+        if result.status is FileStatus.partial:
+            typer.echo(f"PARTIAL {shown(result.path)}: {result.error}", err=True)
+    for result in summary.results:
+        if result.status is FileStatus.failed:
+            again = " (will be retried)" if result.retry else ""
+            name = shown(result.path or result.source)
+            typer.echo(f"FAILED {name}: {result.error}{again}", err=True)
+    return summary.failed
+
+
+def local_url(host: str, port: int) -> str:
+    """Where a client on this machine reaches a server bound to `host`."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
