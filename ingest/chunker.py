@@ -13,13 +13,24 @@ blocks' lines, so every `ChunkLine` span points at a line's text.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 
+from ingest.chunk_tables import (
+    LINE_JOINED,
+    Builder,
+    Piece,
+    Table,
+    Unit,
+    assign_captions,
+    block_pieces,
+    compact_table,
+    continuation_pieces,
+    header_lines,
+    join_pieces,
+)
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType, Document, Page
-from retrieval.schema import BBox, Chunk, ChunkLine, Region
+from retrieval.schema import Chunk, ChunkLine, Region
 
 __all__ = ["ChunkStream", "chunk_document", "document_label"]
 
@@ -29,80 +40,9 @@ TokenCounter = Callable[[str], int]
 
 _SKIPPED = {BlockType.page_header, BlockType.page_footer, BlockType.figure}
 _HEADINGS = {BlockType.title, BlockType.section_header}
-_LINE_JOINED = {BlockType.table, BlockType.code, BlockType.formula}
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?(\s*:?-{2,}:?\s*\|)*\s*:?-{2,}:?\s*\|?\s*$")
 _TRAIL_SEPARATOR = " > "
 _FLOWING = {BlockType.text, BlockType.list_item}
 _SENTENCE_END = (*".!?:;。！？", '."', ".”", ".)")
-
-
-@dataclass(frozen=True)
-class _Piece:
-    """A line of a block, or a word run of an overlong line, with its place on the page."""
-
-    text: str
-    page: int
-    bbox: BBox
-
-
-@dataclass
-class _Unit:
-    """Pieces of one block that travel together into a chunk and share one region."""
-
-    block: Block
-    pieces: list[_Piece]
-    tokens: int
-    whole: bool = False
-    part: str = ""
-
-    @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.block.id, self.part, self.pieces[0].page)
-
-    @property
-    def joiner(self) -> str:
-        return "\n" if self.block.type in _LINE_JOINED else " "
-
-    @property
-    def region(self) -> Region:
-        bbox = self.block.bbox if self.whole else union([p.bbox for p in self.pieces])
-        return Region(page=self.pieces[0].page, bbox=bbox)
-
-
-@dataclass
-class _Builder:
-    """Collects units of one chunk kind and section until the token budget is used."""
-
-    budget: int
-    units: list[_Unit] = field(default_factory=list)
-    tokens: int = 0
-
-    def fits(self, unit: _Unit) -> bool:
-        return self.tokens + unit.tokens <= self.budget
-
-    def add(self, unit: _Unit) -> None:
-        self.units.append(unit)
-        self.tokens += unit.tokens
-
-    def take(self) -> list[_Unit]:
-        units, self.units, self.tokens = self.units, [], 0
-        return units
-
-
-def _pieces(block: Block, page: int) -> list[_Piece]:
-    """The block's non-empty lines; a block without lines counts as one line of its text."""
-    pieces = [_Piece(ln.text.strip(), page, ln.bbox) for ln in block.lines if ln.text.strip()]
-    if not pieces and block.text.strip():
-        text = block.text.strip()
-        if block.type == BlockType.table:
-            rows = [row.strip() for row in text.splitlines() if row.strip()]
-            return [_Piece(row, page, block.bbox) for row in rows]
-        pieces = [_Piece(" ".join(text.split()), page, block.bbox)]
-    return pieces
-
-
-def _join(pieces: Sequence[_Piece], joiner: str) -> str:
-    return joiner.join(piece.text for piece in pieces)
 
 
 class _Chunker:
@@ -124,8 +64,8 @@ class _Chunker:
         self.trail: list[tuple[int, str]] = []
         self._trail_cache: dict[tuple[str, ...], tuple[str, int]] = {}
         self.label = source_label(source)
-        self.builder = _Builder(self._budget())
-        self.pending: _Table | None = None  # the last table seen, held until what follows is known
+        self.builder = Builder(self._budget())
+        self.pending: Table | None = None  # the last table seen, held until what follows is known
 
     def feed(self, pages: Sequence[Page]) -> list[Chunk]:
         """Chunks completed by these pages (text at the end may wait for the next window)."""
@@ -135,7 +75,7 @@ class _Chunker:
             for block in page.blocks
             if block.type not in _SKIPPED
         ]
-        table_captions, figure_captions = _assign_captions(blocks)
+        table_captions, figure_captions = assign_captions(blocks)
         used = set(table_captions.values())
         builder = self.builder
         for index, (page, block) in enumerate(blocks):
@@ -144,7 +84,7 @@ class _Chunker:
             if block.type == BlockType.table:
                 self._flush(builder, "text")
                 caption = table_captions.get(index)
-                table = _Table(page, block, blocks[caption] if caption is not None else None)
+                table = Table(page, block, blocks[caption] if caption is not None else None)
                 first_on_page = index == 0 or blocks[index - 1][0] != page
                 if first_on_page and self.pending and self.pending.continued_by(table):
                     self.pending.parts.append((page, block))
@@ -176,7 +116,7 @@ class _Chunker:
         self._flush(self.builder, "text")
         return self._take()
 
-    def _carry(self, builder: _Builder, unit: _Unit) -> list[_Unit]:
+    def _carry(self, builder: Builder, unit: Unit) -> list[Unit]:
         """The trailing units of the paragraph `unit` continues across a page break, taken out of
         `builder` so that they open the next chunk with it (when they fit there together)."""
         if not builder.units or not _continues(builder.units[-1], unit):
@@ -232,21 +172,21 @@ class _Chunker:
 
     # units --------------------------------------------------------------------------------------
 
-    def _units(self, page: int, block: Block, budget: int) -> list[_Unit]:
+    def _units(self, page: int, block: Block, budget: int) -> list[Unit]:
         """The block as one unit when it fits the budget, else one unit per line (or word run)."""
-        pieces = _pieces(block, page)
+        pieces = block_pieces(block, page)
         if not pieces:
             return []
-        tokens = self.count(_join(pieces, "\n" if block.type in _LINE_JOINED else " "))
+        tokens = self.count(join_pieces(pieces, "\n" if block.type in LINE_JOINED else " "))
         if tokens <= budget:
-            return [_Unit(block, pieces, tokens, whole=True)]
+            return [Unit(block, pieces, tokens, whole=True)]
         return [
-            _Unit(block, [part], part_tokens)
+            Unit(block, [part], part_tokens)
             for piece in pieces
             for part, part_tokens in self._split_piece(piece, budget)
         ]
 
-    def _split_piece(self, piece: _Piece, budget: int) -> Iterator[tuple[_Piece, int]]:
+    def _split_piece(self, piece: Piece, budget: int) -> Iterator[tuple[Piece, int]]:
         """A line as is when it fits, else runs of words that fit (each keeps the line's box)."""
         tokens = self.count(piece.text)
         if tokens <= budget:
@@ -257,12 +197,12 @@ class _Chunker:
         for word in piece.text.split():
             n = self.count(word)
             if words and used + n > budget:
-                yield _Piece(" ".join(words), piece.page, piece.bbox), used
+                yield Piece(" ".join(words), piece.page, piece.bbox), used
                 words, used = [], 0
             words.append(word)
             used += n
         if words:
-            yield _Piece(" ".join(words), piece.page, piece.bbox), used
+            yield Piece(" ".join(words), piece.page, piece.bbox), used
 
     # tables -------------------------------------------------------------------------------------
 
@@ -271,38 +211,40 @@ class _Chunker:
         if table is not None:
             self._table(table)
 
-    def _table(self, table: _Table) -> None:
+    def _table(self, table: Table) -> None:
         budget = self._budget()
         page, block = table.parts[0]
         caption = table.caption
-        pieces = _pieces(block, page)
-        more = [(b, _continuation_pieces(block, pieces, b, p)) for p, b in table.parts[1:]]
+        pieces = block_pieces(block, page)
+        more = [(b, continuation_pieces(block, pieces, b, p)) for p, b in table.parts[1:]]
         parts = [(block, pieces), *((b, ps) for b, ps in more if ps)]
         if not any(ps for _, ps in parts):
             return
         caption_units = self._units(caption[0], caption[1], budget) if caption else []
-        units = [_Unit(b, ps, self.count(_join(ps, "\n")), whole=True) for b, ps in parts if ps]
-        tokens = self.count("\n".join(_join(ps, "\n") for _, ps in parts))
+        units = [
+            Unit(b, ps, self.count(join_pieces(ps, "\n")), whole=True) for b, ps in parts if ps
+        ]
+        tokens = self.count("\n".join(join_pieces(ps, "\n") for _, ps in parts))
         caption_tokens = sum(unit.tokens for unit in caption_units)
         if caption_tokens + tokens <= budget:
             self._emit("table", [*caption_units, *units])
             return
-        n_header = _header_lines(block, pieces)
+        n_header = header_lines(block, pieces)
         header_pieces = pieces[:n_header]
         rows = [(block, row) for row in pieces[n_header:]]
         rows += [(b, row) for b, ps in parts[1:] for row in ps]
         prefix = list(caption_units)
         if header_pieces:
-            header_tokens = self.count(_join(header_pieces, "\n"))
-            prefix.append(_Unit(block, header_pieces, header_tokens, part="header"))
+            header_tokens = self.count(join_pieces(header_pieces, "\n"))
+            prefix.append(Unit(block, header_pieces, header_tokens, part="header"))
         if sum(unit.tokens for unit in prefix) > budget // 2:
             self._pack("table_caption", caption_units)  # too long to repeat: a chunk of its own
             prefix = [u for u in prefix[len(caption_units) :] if u.tokens <= budget // 2]
         room = budget - sum(unit.tokens for unit in prefix)
-        batch = _Builder(room)
+        batch = Builder(room)
         for row_block, row in rows:
             for part, part_tokens in self._split_piece(row, room):
-                unit = _Unit(row_block, [part], part_tokens, part="rows")
+                unit = Unit(row_block, [part], part_tokens, part="rows")
                 if not batch.fits(unit):
                     self._emit("table_rows", [*prefix, *batch.take()])
                 batch.add(unit)
@@ -311,25 +253,25 @@ class _Chunker:
 
     # chunks -------------------------------------------------------------------------------------
 
-    def _pack(self, kind: str, units: Sequence[_Unit]) -> None:
+    def _pack(self, kind: str, units: Sequence[Unit]) -> None:
         """Emit `units` as few chunks of `kind` as the budget allows."""
-        builder = _Builder(self._budget())
+        builder = Builder(self._budget())
         for unit in units:
             if not builder.fits(unit):
                 self._flush(builder, kind)
             builder.add(unit)
         self._flush(builder, kind)
 
-    def _flush(self, builder: _Builder, kind: str) -> None:
+    def _flush(self, builder: Builder, kind: str) -> None:
         if builder.units:
             self._emit(kind, builder.take())
 
-    def _emit(self, kind: str, units: list[_Unit]) -> None:
+    def _emit(self, kind: str, units: list[Unit]) -> None:
         if not units:
             return
         text = ""
         lines: list[ChunkLine] = []
-        previous: _Unit | None = None
+        previous: Unit | None = None
         for unit in units:
             for i, piece in enumerate(unit.pieces):
                 sep = unit.joiner if i else _separator(previous, unit) if text else ""
@@ -358,53 +300,7 @@ class _Chunker:
         self.emitted += 1
 
 
-@dataclass
-class _Table:
-    """A table and its caption, with the blocks that continue it on the following pages."""
-
-    page: int
-    block: Block
-    caption: tuple[int, Block] | None
-    parts: list[tuple[int, Block]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if not self.parts:
-            self.parts.append((self.page, self.block))
-
-    @property
-    def last_page(self) -> int:
-        return self.parts[-1][0]
-
-    def continued_by(self, other: _Table) -> bool:
-        """`other` opens the next page, has no caption of its own and the same columns."""
-        return (
-            other.page == self.last_page + 1
-            and other.caption is None
-            and _columns(other.block) == _columns(self.block) > 1
-        )
-
-
-def _columns(block: Block) -> int:
-    """Columns of a table: from its cells, else from the pipes of its first markdown row."""
-    if block.cells:
-        return max(c.col + c.col_span for c in block.cells)
-    first = next((ln for ln in block.text.splitlines() if ln.strip()), "")
-    return max(0, first.strip().strip("|").count("|") + 1) if "|" in first else 0
-
-
-def _continuation_pieces(
-    first: Block, first_pieces: list[_Piece], block: Block, page: int
-) -> list[_Piece]:
-    """The lines of a continuing table block without a repeat of the first block's header."""
-    pieces = _pieces(block, page)
-    n_header = _header_lines(first, first_pieces)
-    header = [p.text for p in first_pieces[:n_header]]
-    if header and [p.text for p in pieces[:n_header]] == header:
-        return pieces[n_header:]
-    return [p for p in pieces if not _TABLE_SEPARATOR.match(p.text)] if header else pieces
-
-
-def _continues(previous: _Unit, unit: _Unit) -> bool:
+def _continues(previous: Unit, unit: Unit) -> bool:
     """`unit` opens a page with the rest of the paragraph `previous` left unfinished."""
     if previous.block.type not in _FLOWING or unit.block.type not in _FLOWING:
         return False
@@ -426,22 +322,11 @@ def source_label(source: str) -> str:
 
 
 def _embed_text(trail: str, text: str, kind: str) -> str:
-    body = _compact_table(text) if kind in ("table", "table_rows") else text
+    body = compact_table(text) if kind in ("table", "table_rows") else text
     return f"{trail}\n\n{body}" if trail else body
 
 
-def _compact_table(markdown: str) -> str:
-    """Table rows without pipes, separator rows or empty cells, so tokens go to the content."""
-    rows = []
-    for line in markdown.splitlines():
-        if _TABLE_SEPARATOR.match(line):
-            continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        rows.append(" ".join(cell for cell in cells if cell))
-    return "\n".join(row for row in rows if row)
-
-
-def _separator(previous: _Unit | None, unit: _Unit) -> str:
+def _separator(previous: Unit | None, unit: Unit) -> str:
     """What goes between two units: the block's joiner inside a block, else a paragraph break."""
     if previous is None:
         return ""
@@ -456,10 +341,10 @@ def _separator(previous: _Unit | None, unit: _Unit) -> str:
     return "\n" if same_kind or into_table else "\n\n"
 
 
-def _regions(units: Sequence[_Unit]) -> list[Region]:
+def _regions(units: Sequence[Unit]) -> list[Region]:
     """One region per contributing block, or per contiguous group of its lines when split."""
     regions: list[Region] = []
-    previous: _Unit | None = None
+    previous: Unit | None = None
     for unit in units:
         if previous is not None and previous.key == unit.key and not unit.whole:
             last = regions[-1]
@@ -473,57 +358,6 @@ def _regions(units: Sequence[_Unit]) -> list[Region]:
 def _heading_text(block: Block) -> str:
     text = " ".join(ln.text.strip() for ln in block.lines) or block.text
     return " ".join(text.lstrip("#").replace("**", "").split())
-
-
-def _header_lines(block: Block, pieces: Sequence[_Piece]) -> int:
-    """How many leading lines form the table header (header rows plus a markdown separator row)."""
-    header_rows = max((c.row + c.row_span for c in block.cells if c.header), default=1)
-    n = rows = 0
-    while n < len(pieces):
-        separator = bool(_TABLE_SEPARATOR.match(pieces[n].text))
-        if not separator and rows >= header_rows:
-            return n
-        rows += not separator
-        n += 1
-    return 0  # every line looks like header: repeat nothing
-
-
-def _assign_captions(blocks: Sequence[tuple[int, Block]]) -> tuple[dict[int, int], set[int]]:
-    """Caption index for each table (the adjacent caption on its page, nearest first) and the
-    indexes of captions that belong to a figure."""
-    tables: dict[int, int] = {}
-    used: set[int] = set()
-    for index, (page, block) in enumerate(blocks):
-        if block.type != BlockType.table:
-            continue
-        candidates = []
-        for neighbour in (index - 1, index + 1):
-            if 0 <= neighbour < len(blocks) and neighbour not in used:
-                n_page, n_block = blocks[neighbour]
-                if n_page == page and _is_caption_for(n_block, "table"):
-                    candidates.append((_gap(block.bbox, n_block.bbox), neighbour))
-        if candidates:
-            tables[index] = min(candidates)[1]
-            used.add(tables[index])
-    figures = {
-        index
-        for index, (_, block) in enumerate(blocks)
-        if index not in used and _is_caption_for(block, "figure")
-    }
-    return tables, figures
-
-
-def _is_caption_for(block: Block, kind: str) -> bool:
-    if block.type != BlockType.caption:
-        return False
-    head = block.text.lstrip("*_# ").lower()
-    if kind == "table":
-        return not head.startswith(("fig", "image", "chart"))
-    return not head.startswith(("table", "tab."))
-
-
-def _gap(a: BBox, b: BBox) -> float:
-    return max(0.0, max(a[1], b[1]) - min(a[3], b[3]))
 
 
 def chunk_document(
