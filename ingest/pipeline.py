@@ -20,8 +20,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +27,12 @@ import numpy as np
 
 from ingest.cards import CardBuilder, card_chunk
 from ingest.chunker import ChunkStream
+from ingest.doc_run import STOP, Batch, DocRun, End, folio_version, ocr_note
 from ingest.embed_cache import EmbeddingCache
 from ingest.events import EventHub, EventKind, IngestEvent
 from ingest.extractor import Extractor, WindowResult
 from ingest.failures import NoTextError, SourceGoneError, classify
-from ingest.files import DocumentFiles, DocumentWriter
+from ingest.files import DocumentFiles
 from ingest.ledger import Ledger
 from ingest.options import FileResult, FileStatus, IngestOptions, image_only_pages, windows
 from ingest.passwords import PasswordBook, fingerprint
@@ -47,10 +46,8 @@ from ingest.records import (
 )
 from ingest.staging import ChunkStaging
 from ocr_engine.furniture import FurnitureMarker
-from ocr_engine.options import OcrMode
 from ocr_engine.reader import engine_key, sent_to_ocr
 from ocr_engine.schema import SCHEMA_VERSION, BlockType, Document, Page, PageStatus
-from retrieval.doc_card import DocumentCard
 from retrieval.embedder import Embedder
 from retrieval.schema import CHUNK_SCHEMA_VERSION, Chunk
 from retrieval.store import VectorStore
@@ -58,64 +55,6 @@ from retrieval.store import VectorStore
 __all__ = ["FileResult", "FileStatus", "IngestOptions", "Ingestor", "image_only_pages"]
 
 log = logging.getLogger(__name__)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("folio")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-@dataclass
-class _Doc:
-    """One document on its way through the stages."""
-
-    record: DocumentRecord
-    started: float
-    attempt: int = 0
-    pages: int = 0
-    staging: ChunkStaging | None = None
-    page_errors: list[str] = field(default_factory=list)
-    unread: list[int] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    engines: set[str] = field(default_factory=set)
-    content: int = 0  # blocks of text to index
-    furniture: int = 0  # blocks of text marked as running headers, footers, page numbers
-    ocr_pages: int = 0  # pages sent to OCR
-    writer: DocumentWriter | None = None
-    card: CardBuilder | None = None
-    first_page: Page | None = None
-    described: DocumentCard | None = None
-    error: BaseException | None = None
-    extract_s: float = 0.0
-    embed_s: float = 0.0
-    pages_done: int = 0
-    embedded: int = 0
-    reused: int = 0
-
-    @property
-    def doc_id(self) -> str:
-        return self.record.doc_id
-
-    @property
-    def chunks(self) -> int:
-        return self.staging.count if self.staging is not None else 0
-
-
-@dataclass
-class _Batch:
-    doc: _Doc
-    chunks: list[Chunk]
-    last_page: int
-
-
-@dataclass
-class _End:
-    doc: _Doc
-
-
-_STOP = object()
 
 
 class Ingestor:
@@ -167,10 +106,10 @@ class Ingestor:
         with self._run_lock:
             batches: queue.Queue[Any] = queue.Queue(maxsize=self.options.prefetch)
             finished: queue.Queue[Any] = queue.Queue(maxsize=1)
-            started: dict[str, _Doc] = {}
+            started: dict[str, DocRun] = {}
 
             def index() -> None:
-                for item in iter(finished.get, _STOP):
+                for item in iter(finished.get, STOP):
                     try:
                         result = self._finish(item.doc)
                         started.pop(item.doc.doc_id, None)
@@ -187,8 +126,8 @@ class Ingestor:
             feeder.start()
             indexer.start()
             try:
-                for item in iter(batches.get, _STOP):
-                    if isinstance(item, _Batch):
+                for item in iter(batches.get, STOP):
+                    if isinstance(item, Batch):
                         self._embed(item)
                     else:
                         finished.put(item)
@@ -199,7 +138,7 @@ class Ingestor:
                         batches.get(timeout=0.1)
                 raise
             finally:
-                finished.put(_STOP)
+                finished.put(STOP)
                 feeder.join()
                 indexer.join()
                 if started:  # stopped part way: those documents wait for the next run
@@ -213,13 +152,13 @@ class Ingestor:
         records: Sequence[DocumentRecord],
         out: queue.Queue[Any],
         stop: threading.Event,
-        started: dict[str, _Doc],
+        started: dict[str, DocRun],
     ) -> None:
         try:
             for record in records:
                 if stop.is_set():
                     break
-                doc = _Doc(record=record, started=time.perf_counter())
+                doc = DocRun(record=record, started=time.perf_counter())
                 started[doc.doc_id] = doc
                 try:
                     complete = self._feed_document(doc, out, stop)
@@ -232,11 +171,11 @@ class Ingestor:
                     if doc.writer is not None:
                         doc.writer.abort()
                     break  # stopped: left processing, requeued when the run ends
-                out.put(_End(doc))
+                out.put(End(doc))
         finally:
-            out.put(_STOP)
+            out.put(STOP)
 
-    def _feed_document(self, doc: _Doc, out: queue.Queue[Any], stop: threading.Event) -> bool:
+    def _feed_document(self, doc: DocRun, out: queue.Queue[Any], stop: threading.Event) -> bool:
         """Extract and chunk one document into `out`; False when `stop` cut it short."""
         record = doc.record
         doc.attempt = self.ledger.start(doc.doc_id)
@@ -279,14 +218,14 @@ class Ingestor:
                 return True
             marked = furniture.feed(pages)  # the last pages wait for the evidence after them
             self._take_pages(doc, marked)
-            out.put(_Batch(doc, chunker.feed(marked), marked[-1].number if marked else 0))
+            out.put(Batch(doc, chunker.feed(marked), marked[-1].number if marked else 0))
         marked = furniture.finish()
         self._take_pages(doc, marked)
         tail = chunker.feed(marked) + chunker.finish()
-        out.put(_Batch(doc, tail + self._card_point(doc, bool(tail)), info.page_count))
+        out.put(Batch(doc, tail + self._card_point(doc, bool(tail)), info.page_count))
         return True
 
-    def _card_point(self, doc: _Doc, more: bool) -> list[Chunk]:
+    def _card_point(self, doc: DocRun, more: bool) -> list[Chunk]:
         """The document's card as one point, when it has chunks to go with."""
         if doc.card is None or doc.first_page is None or not (more or doc.content):
             return []
@@ -294,7 +233,7 @@ class Ingestor:
         return [card_chunk(doc.described, doc.doc_id, doc.record.source, doc.first_page)]
 
     def _extracted(
-        self, doc: _Doc, source: Path, password: str | None, chunk_windows: list[tuple[int, int]]
+        self, doc: DocRun, source: Path, password: str | None, chunk_windows: list[tuple[int, int]]
     ) -> Iterator[WindowResult]:
         """Extraction results in page order, a few requests ahead of the caller."""
         size = self.options.extraction_window()
@@ -308,7 +247,7 @@ class Ingestor:
         while pending:
             yield pending.popleft().result()
 
-    def _take_pages(self, doc: _Doc, pages: list[Page]) -> None:
+    def _take_pages(self, doc: DocRun, pages: list[Page]) -> None:
         """Page records, the JSON file: everything a window of marked pages is needed for."""
         assert doc.writer is not None
         doc.writer.add(pages)
@@ -366,7 +305,7 @@ class Ingestor:
 
     # main thread: embedding -------------------------------------------------------------------
 
-    def _embed(self, batch: _Batch) -> None:
+    def _embed(self, batch: Batch) -> None:
         doc = batch.doc
         if doc.error is not None or not batch.chunks:
             if doc.error is None:
@@ -388,7 +327,7 @@ class Ingestor:
         except Exception as exc:
             doc.error = exc
 
-    def _vectors(self, doc: _Doc, texts: list[str]) -> np.ndarray:
+    def _vectors(self, doc: DocRun, texts: list[str]) -> np.ndarray:
         """Vectors of `texts`: from the embedding cache where it has them, else the model."""
         if self.embed_cache is None:
             doc.embedded += len(texts)
@@ -407,7 +346,7 @@ class Ingestor:
         doc.reused += len(found)
         return vectors
 
-    def _progress(self, doc: _Doc, reached: int) -> None:
+    def _progress(self, doc: DocRun, reached: int) -> None:
         if reached <= doc.pages_done:
             return
         doc.pages_done = reached
@@ -416,9 +355,9 @@ class Ingestor:
 
     # indexer thread: points, files, ledger ----------------------------------------------------
 
-    def _finish(self, doc: _Doc) -> FileResult:
+    def _finish(self, doc: DocRun) -> FileResult:
         if doc.error is None and doc.chunks == 0:
-            doc.error = NoTextError(self._no_text_reason(doc))
+            doc.error = NoTextError(doc.no_text_reason(self.options.extract.ocr))
         if doc.error is not None:
             return self._failed(doc, doc.error)
         try:
@@ -432,7 +371,8 @@ class Ingestor:
         errors = list(doc.page_errors)
         if doc.unread:
             listed = ", ".join(map(str, doc.unread))
-            errors.append(f"pages {listed}: images without a text layer ({self._ocr_note()})")
+            note = ocr_note(self.options.extract.ocr)
+            errors.append(f"pages {listed}: images without a text layer ({note})")
         status = DocStatus.partial if errors else DocStatus.ok
         timings = self._timings(doc, index_s)
         self.ledger.finish(
@@ -443,7 +383,7 @@ class Ingestor:
             errors=errors,
             timings=timings,
             versions=Versions(
-                folio=_version(),
+                folio=folio_version(),
                 document_schema=SCHEMA_VERSION,
                 chunk_schema=CHUNK_SCHEMA_VERSION,
                 embedder=self.embedder.name,
@@ -465,7 +405,7 @@ class Ingestor:
         self._discard(doc)
         return result
 
-    def _write_points(self, doc: _Doc) -> None:
+    def _write_points(self, doc: DocRun) -> None:
         """The staged chunks into the index: one `replace_document` when they fit one slice;
         else the document's old points (if any) go and the slices follow, a few seconds apart."""
         assert doc.staging is not None
@@ -482,11 +422,11 @@ class Ingestor:
             self.store.upsert(chunks, vectors)
 
     @staticmethod
-    def _discard(doc: _Doc) -> None:
+    def _discard(doc: DocRun) -> None:
         if doc.staging is not None:
             doc.staging.remove()
 
-    def _failed(self, doc: _Doc, exc: BaseException) -> FileResult:
+    def _failed(self, doc: DocRun, exc: BaseException) -> FileResult:
         kind, reason = classify(exc)
         self._discard(doc)
         if doc.writer is not None:
@@ -514,33 +454,7 @@ class Ingestor:
             retry=retry_at is not None,
         )
 
-    def _no_text_reason(self, doc: _Doc) -> str:
-        """What left the document without text to index, in the user's terms."""
-        reason = f"no text could be read from its {doc.pages} page(s)"
-        if doc.furniture and not doc.content:
-            reason = (
-                f"all the text of its {doc.pages} page(s) was classified as page furniture "
-                "(running headers, footers or page numbers repeated from page to page), "
-                "which is not indexed"
-            )
-        elif doc.unread:
-            reason += f": image-only or scanned pages ({self._ocr_note()})"
-        elif doc.ocr_pages or self.options.extract.ocr is OcrMode.never:
-            reason += f" ({self._ocr_note()})"
-        else:
-            reason += ": they hold neither a text layer nor images to read"
-        if doc.page_errors:
-            reason += "; " + "; ".join(doc.page_errors[:3])
-        if doc.warnings:
-            reason += "; MuPDF reported: " + "; ".join(doc.warnings[:3])
-        return reason
-
-    def _ocr_note(self) -> str:
-        if self.options.extract.ocr is OcrMode.never:
-            return "OCR is off"
-        return "OCR read no text on them"
-
-    def _timings(self, doc: _Doc, index_s: float) -> Timings:
+    def _timings(self, doc: DocRun, index_s: float) -> Timings:
         return Timings(
             extract_s=round(doc.extract_s, 3),
             embed_s=round(doc.embed_s, 3),
@@ -553,7 +467,7 @@ class Ingestor:
     def _emit(
         self,
         kind: EventKind,
-        doc: _Doc,
+        doc: DocRun,
         *,
         stage: str | None = None,
         done: int = 0,
