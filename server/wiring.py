@@ -14,11 +14,11 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from server.errors import CatchAllMiddleware, install_error_handlers
-from server.exports_api import router as exports_router
 from server.limits import QUERY_LIMITS, BodyLimitMiddleware
 from server.metrics import Metrics, MetricsMiddleware
 from server.metrics import router as metrics_router
 from server.openapi import install_openapi
+from server.routes.exports import router as exports_router
 from server.security import ApiKeyMiddleware
 from server.services import Services
 

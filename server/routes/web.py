@@ -11,7 +11,7 @@ from server.deps import ApiError
 
 __all__ = ["STATIC_DIR", "router"]
 
-STATIC_DIR = Path(__file__).parent / "static"
+STATIC_DIR = Path(__file__).parent.parent / "static"
 _TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",

@@ -11,13 +11,14 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request, UploadFile
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ingest.events import EventHub, EventKind, IngestEvent
 from ingest.records import (
     DocStatus,
     DocumentRecord,
     NotRemovedError,
+    PageRecord,
     RemovedFileGoneError,
     Tombstone,
 )
@@ -231,3 +232,20 @@ def document_events(
         media_type="text/event-stream",
         headers=_SSE_HEADERS,
     )
+
+
+class DocumentDetail(DocumentRecord):
+    page_summaries: list[PageRecord] = Field(default_factory=list)
+
+
+@router.get("/documents")
+def documents(svc: Svc, status: DocStatus | None = None) -> list[DocumentRecord]:
+    """Every document the ledger knows, oldest first; `?status=failed` lists the failures."""
+    return svc.ledger.documents(status)
+
+
+@router.get("/documents/{doc_id}")
+def document(doc_id: DocId, svc: Svc) -> DocumentDetail:
+    """One document with a record per page read so far (engine, route, status, errors)."""
+    record = record_or_404(svc, doc_id)
+    return DocumentDetail(**record.model_dump(), page_summaries=svc.ledger.pages(doc_id))

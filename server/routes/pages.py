@@ -1,0 +1,122 @@
+"""Pages as images: a whole page with highlighted boxes, the HTML viewer a citation link opens,
+and crops of just the cited region (with a margin), its supporting lines highlighted."""
+
+from __future__ import annotations
+
+import html
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import HTMLResponse, Response
+
+from ocr_engine.geometry import Box
+from retrieval.links import page_image_url, parse_boxes
+from server.deps import (
+    ApiError,
+    DocId,
+    Links,
+    PageNumber,
+    Renderer,
+    Svc,
+    page_record_or_404,
+    png_response,
+    render_dpi,
+    rendering_errors,
+)
+
+__all__ = ["CROP_DPI", "router"]
+
+CROP_DPI = 144  # crops are small: render sharper than whole pages
+MAX_MARGIN = 144.0
+
+router = APIRouter()
+
+
+def _one_box(value: str) -> Box:
+    boxes = parse_boxes(value)
+    if len(boxes) != 1:
+        raise ValueError("bbox needs exactly one box x0,y0,x1,y1")
+    return boxes[0]
+
+
+@router.get(
+    "/documents/{doc_id}/pages/{n}/crop.png",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}}},
+)
+def page_crop(
+    doc_id: DocId,
+    n: PageNumber,
+    svc: Svc,
+    renderer: Renderer,
+    bbox: Annotated[str, Query(max_length=200, description="x0,y0,x1,y1 in PDF points")],
+    margin: Annotated[float, Query(ge=0, le=MAX_MARGIN, description="points")] = 16.0,
+    highlight: Annotated[str | None, Query(max_length=4000)] = None,
+    dpi: Annotated[int | None, Query(ge=36)] = None,
+) -> Response:
+    """The cited region of page `n` with a margin around it (clamped to the page), `highlight`
+    boxes drawn; `X-Folio-Render-Dpi` says the resolution used."""
+    page_record_or_404(svc, doc_id, n)
+    use_dpi = render_dpi(svc, dpi, min(CROP_DPI, svc.settings.max_render_dpi))
+    try:
+        region = _one_box(bbox)
+        boxes = parse_boxes(highlight)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_highlight", str(exc)) from None
+    x0, y0, x1, y1 = region
+    around = (x0 - margin, y0 - margin, x1 + margin, y1 + margin)
+    with rendering_errors(doc_id, "invalid_bbox"):
+        render = renderer.render(svc.files.pdf_path(doc_id), n, use_dpi, around)
+        return png_response(render, boxes)
+
+
+@router.get(
+    "/documents/{doc_id}/pages/{n}.png",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}},
+)
+def page_image(
+    doc_id: DocId,
+    n: PageNumber,
+    svc: Svc,
+    renderer: Renderer,
+    highlight: Annotated[str | None, Query(max_length=4000)] = None,
+    dpi: Annotated[int | None, Query(ge=36)] = None,
+) -> Response:
+    """Page `n` as PNG with `highlight` boxes drawn; a page too large for the dpi within
+    FOLIO_MAX_RENDER_PIXELS is rendered at less, said in `X-Folio-Render-Dpi`."""
+    page_record_or_404(svc, doc_id, n)
+    use_dpi = render_dpi(svc, dpi, svc.settings.render_dpi)
+    with rendering_errors(doc_id, "invalid_highlight"):
+        boxes = parse_boxes(highlight)
+        render = renderer.render(svc.files.pdf_path(doc_id), n, use_dpi)
+        return png_response(render, boxes)
+
+
+@router.get("/documents/{doc_id}/pages/{n}/view", response_class=HTMLResponse)
+def page_view(
+    doc_id: DocId,
+    n: PageNumber,
+    svc: Svc,
+    links: Links,
+    highlight: Annotated[str | None, Query(max_length=4000)] = None,
+    exp: Annotated[int | None, Query(description="a signed link's expiry")] = None,
+) -> HTMLResponse:
+    """The page image in an HTML page; with an API key its image link is signed (to expire
+    with this page's own signed link), since the page is opened as a link."""
+    record = page_record_or_404(svc, doc_id, n)
+    try:
+        image = page_image_url(doc_id, n, parse_boxes(highlight))
+    except ValueError as exc:
+        raise ApiError(422, "invalid_highlight", str(exc)) from None
+    if links is not None:
+        expires = links.expiry() if exp is None else min(exp, links.expiry())
+        image = links.sign(image, expires=expires)
+    title = html.escape(f"{record.source} — page {n}")
+    body = (
+        f"<!doctype html><meta charset=utf-8><title>{title}</title>"
+        f"<h1 style='font:16px sans-serif'>{title}</h1>"
+        f"<img style='max-width:100%;border:1px solid #ccc' alt='{title}' "
+        f"src='{html.escape(image)}'>"
+    )
+    return HTMLResponse(body)
