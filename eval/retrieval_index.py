@@ -23,7 +23,13 @@ log = logging.getLogger(__name__)
 
 _REPO = Path(__file__).resolve().parent.parent
 # the files whose contents change what an index holds: a change makes a new key (a new ingest)
-_SHAPING_SOURCES = ("ingest/chunker.py", "retrieval/sparse.py", "ocr_engine/extract.py")
+_SHAPING_SOURCES = (
+    "ingest/chunker.py",
+    "ingest/cards.py",
+    "ingest/card_period.py",
+    "retrieval/sparse.py",
+    "ocr_engine/extract.py",
+)
 _DONE = "bench-ingest.json"
 
 

@@ -17,8 +17,8 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from datetime import date, datetime
 
+from ingest.card_period import Period, PeriodText, read_period
 from ocr_engine.schema import Block, BlockType, Document, Page
 from retrieval.doc_card import (
     CARD_CHUNK_ID,
@@ -36,54 +36,44 @@ __all__ = ["CARD_PAGES", "CardBuilder", "card_chunk", "document_card"]
 
 CARD_PAGES = 12
 _FURNITURE = (BlockType.page_header, BlockType.page_footer)
-_MONTH = (
-    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
-    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
-)
-_DATE = rf"({_MONTH}\s+\d{{1,2}}\s*,?\s*(?:19|20)\d\d)"
-_FISCAL_ENDED = re.compile(rf"fiscal\s+year\s+ended\s*:?\s*{_DATE}", re.I)
-_QUARTER_ENDED = re.compile(rf"quarterly\s+period\s+ended\s*:?\s*{_DATE}", re.I)
-_YEAR_ENDED = re.compile(rf"\byear\s+ended\s*:?\s*{_DATE}", re.I)
-_REPORT_DATE = re.compile(rf"date\s+of\s+report[^:]{{0,60}}:\s*{_DATE}", re.I)
 _FORM = re.compile(r"\bFORM\s+(10-?K|10-?Q|8-?K|20-?F|40-?F|6-?K)\b", re.I)
-_ORDINAL = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "1st": 1,
-    "2nd": 2,
-    "3rd": 3,
-    "4th": 4,
-}
-_QUARTER_YEAR = re.compile(
-    r"\b(first|second|third|fourth|1st|2nd|3rd|4th)[\s-]+quarter\b(?:\s+(?:and|&)\s+"
-    r"(?:full|fiscal)[\s-]+year)?\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)",
-    re.I,
-)
-_SHORT_QUARTER = re.compile(r"\b(?:([1-4])Q|Q([1-4]))\s?(?:FY\s?)?'?((?:19|20)\d\d|\d\d)\b")
-_YEAR_TO_DATE = [
-    (3, re.compile(r"\bnine\s+months\s+ended|\b(?:39|thirty-nine)\s+weeks\s+ended", re.I)),
-    (2, re.compile(r"\bsix\s+months\s+ended|\b(?:26|twenty-six)\s+weeks\s+ended", re.I)),
-    (1, re.compile(r"\bthree\s+months\s+ended|\b(?:13|thirteen)\s+weeks\s+ended", re.I)),
-]
-_FISCAL_YEAR = re.compile(r"\b(?:fiscal\s+(?:year\s+)?|FY\s?)((?:19|20)\d\d)\b", re.I)
 _RESULTS = re.compile(
     r"\b(?:reports?|announces?|reported)\b.{0,80}?\b(?:quarter|full[\s-]year|fiscal)\b.{0,60}?"
     r"\b(?:results|earnings)\b",
     re.I | re.S,
 )
-_YEAR = re.compile(r"(?<![\d.,$-])((?:19|20)\d\d)(?![\d,.]\d)")
+_SUFFIXES = """Inc Incorporated Corporation Corp Company Co Ltd Limited LLC L.P LP N.V S.A SA AG SE
+Group Holdings Bank University Institute Center Centre Foundation Association Agency Council
+Organization Organisation Ministry Department International"""
 _SUFFIX = (
-    r"(?i:Inc|Incorporated|Corporation|Corp|Company|Co|Ltd|Limited|plc|PLC|LLC|L\.P|LP|N\.V|"
-    r"S\.A|SA|AG|SE|Group|Holdings|Bank|University|Institute|Center|Centre|Foundation|"
-    r"Association|Agency|Council|Organization|Organisation|Ministry|Department|International)"
+    "(?:plc|"
+    + "|".join(re.escape(form) for word in _SUFFIXES.split() for form in {word, word.upper()})
+    + ")"
 )
-_NAME_WORD = r"(?:[A-Z0-9][\w&'’.-]*|of|and|for|the|&)"
-_ORG = re.compile(rf"\b((?:[A-Z0-9][\w&'’.-]*\s+)(?:{_NAME_WORD}[ \t]+){{0,5}}{_SUFFIX})\b\.?")
+_LEGAL = frozenset(
+    [
+        "inc",
+        "incorporated",
+        "corporation",
+        "corp",
+        "company",
+        "co",
+        "ltd",
+        "limited",
+        "llc",
+        "lp",
+        "plc",
+    ]
+)
+_CAPITAL = r"(?:[A-Z][\w&'’.-]*|\d+(?!st|nd|rd|th)[A-Za-z][\w&'’.-]*)"  # Word, or 3M
+_ORG = re.compile(
+    rf"\b({_CAPITAL}\s+(?:(?:{_CAPITAL}|of|and|for|the|&)[ \t]+){{0,5}}{_SUFFIX})\b\.?"
+)
+_LEAD = re.compile(r"^(?:(?:copyright|citation|©|\(c\)|\d+\.?)\s+)+", re.I)
 _ORG_STOP = re.compile(
     r"securities and exchange commission|edgar|donnelley|workiva|microsoft word|adobe acrobat|"
-    r"^the company$|^documents incorporated|emerging growth|smaller reporting|accelerated filer|"
+    r"^the company$|\bof the (?:company|corporation|group)$|^documents incorporated|"
+    r"emerging growth|smaller reporting|accelerated filer|"
     r"shell company|"
     r"^(?:our|this|each|such|other|any|all|registrant|parent|if|in|as|at|by|on|for|to|when|"
     r"while|with|from|a|an|its|their|and|or|of) ",
@@ -93,6 +83,9 @@ _NOT_A_NAME = re.compile(
     r"commission|file\s+number|transition|pursuant|registrant|\d{3}|^\(|^(?:Delaware|Nevada|"
     r"New York|Jersey|Ireland|Washington|Minnesota|California|Maryland|Pennsylvania)$",
     re.I,
+)
+_NOT_A_TITLE = re.compile(
+    r"^arxiv:|:$|^for (?:release|media)|^(?:table of )?contents$|^\(cite|^page \d", re.I
 )
 _REGISTRANT = re.compile(r"exact\s+name\s+of\s+registrant", re.I)
 _MANUAL = re.compile(
@@ -126,27 +119,6 @@ def _size(block: Block) -> float:
     return statistics.median(heights) if heights else block.bbox[3] - block.bbox[1]
 
 
-def _date(text: str) -> date | None:
-    cleaned = re.sub(r"\s+", " ", text.replace(",", " ").replace(".", " ")).strip()
-    month, day, year = cleaned.split(" ")
-    for fmt in ("%B", "%b"):
-        try:
-            return datetime.strptime(
-                f"{month[:3] if fmt == '%b' else month} {day} {year}", f"{fmt} %d %Y"
-            ).date()
-        except ValueError:
-            continue
-    return None
-
-
-def _quarter_years(text: str) -> Counter[tuple[int, int]]:
-    """(quarter, year) pairs a text names: "fourth quarter 2022", "4Q 2023", "Q2 FY24"."""
-    found = Counter((_ORDINAL[q.lower()], int(y)) for q, y in _QUARTER_YEAR.findall(text))
-    for a, b, year in _SHORT_QUARTER.findall(text):
-        found[(int(a or b), int(year) if len(year) == 4 else 2000 + int(year))] += 1
-    return found
-
-
 def _registrant_name(text: str) -> str:
     """The last line of a block above "(Exact name of registrant ...)", when it can be a name."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
@@ -160,7 +132,7 @@ _TITLE_CASED = frozenset({"THE", "AND", "OF", "FOR", "INC", "CO", "LTD", "PLC", 
 
 
 def _clean_org(name: str) -> str:
-    name = re.sub(r"^Form\s+\S+\s+for\s+", "", name.strip())
+    name = _LEAD.sub("", re.sub(r"^Form\s+\S+\s+for\s+", "", name.strip()))
     name = re.sub(r"\b([A-Z]) ([A-Z]{2,})\b", r"\1\2", re.sub(r"\s+", " ", name)).strip(" ,.;:")
     if name.isupper():
         name = " ".join(
@@ -251,7 +223,7 @@ class _Reading:
         form, kind = self._kind()
         organisation = self._organisation()
         title = self._title()
-        year, quarter, end = self._period(form, kind)
+        year, quarter, end = self._period(kind is DocKind.earnings_release or form is not None)
         card = DocumentCard(
             title=title,
             organisation=organisation,
@@ -325,6 +297,7 @@ class _Reading:
             and len(_WORD.findall(b.text)) >= 1
             and len(b.text) <= 200
             and sum(c.isalpha() for c in b.text) >= 3
+            and not _NOT_A_TITLE.search(b.text.strip())
         ]
         ranked = sorted(blocks, key=_size, reverse=True)
         return [b.text.strip() for b in ranked[:count]]
@@ -337,12 +310,15 @@ class _Reading:
             name = _clean_org(name)
             if len(name) < 2 or len(name) > 80 or _ORG_STOP.search(name):
                 return
+            stem = [w for w in name.split()[:-1] if w.lower() not in ("the", "of", "and", "&")]
+            if sum(c.isalnum() for c in "".join(stem)) < 2:
+                return
             lead = _bare(
                 name.split()[1]
                 if name.lower().startswith("the ") and " " in name
                 else name.split()[0]
             )
-            if not registrant and self._common(lead):
+            if not registrant and (lead in STOPWORDS or self._common(lead)):
                 return
             key = name.casefold().removeprefix("the ")
             names.setdefault(key, name)
@@ -393,52 +369,16 @@ class _Reading:
 
     # period, language ---------------------------------------------------------------------------
 
-    def _period(
-        self, form: str | None, kind: DocKind
-    ) -> tuple[int | None, int | None, date | None]:
-        text = self.metadata.get("title", "") + "\n" + self.cover
-        if match := _FISCAL_ENDED.search(text):
-            end = _date(match.group(1))
-            return (end.year if end else None), None, end
-        if match := _QUARTER_ENDED.search(text):
-            end = _date(match.group(1))
-            quarter = self._quarter(text)
-            if end is None:
-                return None, quarter, None
-            # the fiscal year ends (4 - quarter) quarters after this one (52/53-week years: a
-            # fortnight's slack), so a December quarter can be the second of the next year
-            months = end.month + 3 * (4 - (quarter or 4))
-            year = end.year + (months - 1) // 12
-            if (months - 1) % 12 + 1 == 1 and end.day < 15:
-                year -= 1
-            return year, quarter, end
-        if kind is DocKind.earnings_release or form is not None:
-            report = _REPORT_DATE.search(text)
-            end = _date(report.group(1)) if report else None
-            found = _quarter_years(text)
-            if found:
-                (quarter, year), _ = found.most_common(1)[0]
-                return year, quarter, end
-            fiscal = _FISCAL_YEAR.search(text)
-            if fiscal:
-                return int(fiscal.group(1)), None, end
-            return (end.year if end else None), None, end
-        if match := _YEAR_ENDED.search(text):
-            end = _date(match.group(1))
-            return (end.year if end else None), None, end
-        years = Counter(int(y) for y in _YEAR.findall(self._page_text(1)) if 1950 <= int(y) <= 2035)
-        return (years.most_common(1)[0][0] if years else None), None, None
-
-    def _quarter(self, cover: str) -> int | None:
-        """Which quarter a quarterly report covers: named, else its longest year-to-date column."""
-        text = self._page_text(CARD_PAGES)
-        found = _quarter_years(cover)
-        if found:
-            return found.most_common(1)[0][0][0]
-        for quarter, pattern in _YEAR_TO_DATE:
-            if pattern.search(text):
-                return quarter
-        return None
+    def _period(self, dated: bool) -> Period:
+        return read_period(
+            PeriodText(
+                cover=self.metadata.get("title", "") + "\n" + self.cover,
+                whole=self._page_text(CARD_PAGES),
+                first_page=self._page_text(1),
+                blocks=[b.text.strip() for _, b in self.body],
+            ),
+            dated=dated,
+        )
 
     def _language(self) -> str | None:
         text = " ".join(b.text for _, b in self.body)[:20000]
@@ -468,16 +408,15 @@ class _Reading:
         runs: set[str] = set()
         if card.organisation:
             words = [_bare(w) for w in _TOKEN.findall(card.organisation)]
-            significant = [w for w in words if w and w not in GENERIC_WORDS and w not in STOPWORDS]
-            candidates.update(significant)
-            for k in range(2, len(significant) + 1):
-                runs.add("".join(significant[:k]))
-            if len(significant) >= 2:
-                initials = "".join(w[0] for w in significant)
-                if len(initials) >= 3 and initials.isalpha():
-                    runs.add(initials)
-        if card.title and card.form is None:
-            candidates.update(_bare(w) for w in _TOKEN.findall(card.title) if w[0].isupper())
+            named = [w for w in words if w and w not in _LEGAL and w not in STOPWORDS]
+            candidates.update(named)
+            runs.update("".join(named[:k]) for k in range(2, len(named) + 1))
+            initials = "".join(w[0] for w in named)
+            if len(initials) >= 3 and initials.isalpha():
+                runs.add(initials)
+        title = _TOKEN.findall(card.title or "")
+        if card.form is None and len(title) <= 4:  # a name ("MMDetection"), not a headline
+            candidates.update(_bare(w) for w in title if w[0].isupper())
         candidates.update(name_words(self.source))
         kept = {
             w

@@ -30,7 +30,9 @@ presentation slides slide deck notes paper papers new old updated revised page p
 chapter appendix exhibit edition fiscal year years quarter results earnings statement statements
 financial release press company corporation inc corp co ltd limited plc llc group holdings the
 international contents overview review brochure handbook instructions datasheet proxy letter
-filing filings english print web online pdf doc scan img image"""
+filing filings english print web online pdf doc scan img image owner university institute center
+centre foundation association agency council department ministry research technologies technology
+publications pty national global services systems solutions help"""
 GENERIC_WORDS = frozenset(_GENERIC.split())
 """Words of file names and titles that say what kind of file it is, never which one."""
 

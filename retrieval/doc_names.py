@@ -30,6 +30,7 @@ __all__ = ["NameMatch", "Named", "NamedDocuments", "name_words"]
 _SPLIT = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[&'’][A-Za-z0-9]+)*")
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+_VERSION = re.compile(r"v\d+|rev\d+|draft\d*")  # `report final v2.pdf`: which copy, not which file
 _MAX_RUN = 3  # "Coca Cola Company": words run together to meet `COCACOLA`
 
 
@@ -100,7 +101,7 @@ def _names(named: str | Named) -> tuple[frozenset[str], frozenset[str]]:
     """(words that name the document, its years)."""
     doc = Named(named) if isinstance(named, str) else named
     years = set(_YEAR.findall(PurePath(doc.source).stem))
-    words = set(name_words(doc.source)) - GENERIC_WORDS
+    words = {w for w in name_words(doc.source) if not _VERSION.fullmatch(w)} - GENERIC_WORDS
     if doc.card is not None:
         words = set(doc.card.aliases)  # the file name's words, less those its text writes lower
         years |= doc.card.years

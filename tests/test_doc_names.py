@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.doc_names import NamedDocuments, name_words
+from retrieval.doc_card import DocKind, DocumentCard
+from retrieval.doc_names import Named, NamedDocuments, name_words
 from retrieval.edge_store import EdgeStore
 from retrieval.schema import Chunk, ChunkLine, Region, SearchFilter
 from retrieval.search import Retriever
@@ -140,3 +141,46 @@ def test_a_name_the_content_does_not_back_is_ignored(tmp_path: Path) -> None:
     hits = Retriever(embedder, store, names=NamedDocuments(lambda: sources)).search(question, 5)
     assert {h.chunk.doc_id for h in hits} == {other}
     store.close()
+
+
+def _card(organisation: str, year: int, *aliases: str) -> DocumentCard:
+    return DocumentCard(
+        organisation=organisation, kind=DocKind.annual_report, year=year, aliases=list(aliases)
+    )
+
+
+CARDED: dict[str, str | Named] = {
+    "1" * 64: Named("doc_0001.pdf", _card("Adobe Inc", 2021, "adobe")),
+    "2" * 64: Named("doc_0002.pdf", _card("Adobe Inc", 2022, "adobe")),
+    "3" * 64: Named("doc_0003.pdf", _card("Best Buy Co., Inc", 2023, "bestbuy")),
+    "4" * 64: Named("scan_0001.pdf", _card("MGM Resorts International", 2022, "mgm", "mgmresorts")),
+    "5" * 64: "Report.pdf",
+    "6" * 64: "Safety Data Sheet.pdf",
+    "7" * 64: "report final v2.pdf",
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What was Adobe's revenue in FY2022?", ["2" * 64]),  # the card's year breaks the tie
+        ("What was Adobe's revenue in FY2021?", ["1" * 64]),
+        ("Are Best Buy's gross margins consistent?", ["3" * 64]),
+        ("Which region led MGM Resorts' EBITDAR?", ["4" * 64]),
+        ("What does the Report say about margins?", []),  # a word of kind names no file
+        ("What does the Safety Data Sheet say about storage?", []),
+        ("What changed in the Final V2 report?", []),
+        ("Which Scan shows the ferry timetable?", []),
+    ],
+)
+def test_cards_name_documents_whatever_their_files_are_called(
+    question: str, expected: list[str]
+) -> None:
+    assert NamedDocuments(lambda: CARDED).match(question).doc_ids == expected
+
+
+def test_a_word_most_documents_share_names_none() -> None:
+    sources = {str(i) * 64: Named(f"doc_{i}.pdf", _card("Acme", 2020, "acme")) for i in range(4)}
+    sources["9" * 64] = Named("doc_9.pdf", _card("Zeta", 2020, "zeta"))
+    assert NamedDocuments(lambda: sources).match("What did Acme earn?").doc_ids == []
+    assert NamedDocuments(lambda: sources).match("What did Zeta earn?").doc_ids == ["9" * 64]

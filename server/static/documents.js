@@ -145,6 +145,20 @@ async function loadRemoved() {
   $("removed-box").hidden = !rows.length;
 }
 
+const KIND_WORDS = {
+  annual_report: "annual report", quarterly_report: "quarterly report", current_report: "current report",
+  earnings_release: "earnings release", slide_deck: "slide deck", other: "",
+};
+
+/** organisation · kind · period, from a document's card (empty without one). */
+function cardLine(card) {
+  if (!card) return "";
+  const kind = (KIND_WORDS[card.kind] ?? card.kind) + (card.form ? ` (${card.form})` : "");
+  const year = card.year ? `${card.form ? "FY" : ""}${card.year}` : "";
+  const period = [card.quarter && year ? `Q${card.quarter}` : "", year, card.period_end || ""];
+  return [card.organisation, kind, period.filter(Boolean).join(" ")].filter(Boolean).join(" · ");
+}
+
 function makeRow(entry) {
   const details = el(
     "details",
@@ -170,6 +184,7 @@ function makeRow(entry) {
       el("span", { class: "badge" }),
       el("button", { type: "button", class: "quiet remove", onclick: () => remove(entry) }, "Remove"),
     ),
+    el("p", { class: "doc-card", hidden: true }),
     el("progress", { max: 1, value: 0 }),
     el("p", { class: "doc-progress" }),
     el("p", { class: "error doc-errors", hidden: true }),
@@ -182,6 +197,9 @@ function makeRow(entry) {
 function paint(entry) {
   const { record, progress, row } = entry;
   setText(row.querySelector(".doc-name"), record.source);
+  const card = cardLine(record.card);
+  if (card) setText(row.querySelector(".doc-card"), card);
+  row.querySelector(".doc-card").hidden = !card && !row.querySelector(".doc-card").textContent;
   const badge = row.querySelector(".badge");
   setText(badge, STATUS_WORDS[record.status] || record.status);
   badge.className = `badge status-${record.status}`;
