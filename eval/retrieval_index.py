@@ -25,6 +25,7 @@ _REPO = Path(__file__).resolve().parent.parent
 # the files whose contents change what an index holds: a change makes a new key (a new ingest)
 _SHAPING_SOURCES = (
     "ingest/chunker.py",
+    "ingest/chunk_tables.py",
     "ingest/cards.py",
     "ingest/card_period.py",
     "retrieval/sparse.py",
@@ -42,13 +43,14 @@ class FolioIndex:
     failed: list[str]
 
 
-def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str) -> str:
+def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str, figure_ocr: bool) -> str:
     sources = [_REPO / s for s in _SHAPING_SOURCES if (_REPO / s).exists()]
     from retrieval.schema import Chunk
 
     # the chunk model's schema, not its whole module: answers and API models live there too
     settings = {
         "ocr": ocr,
+        "figure_ocr": figure_ocr,
         "max_tokens": max_tokens,
         "model": model,
         "chunk": Chunk.model_json_schema(),
@@ -65,6 +67,7 @@ def open_folio(
     max_tokens: int = 256,
     seed: str | None = None,
     existing: Path | None = None,
+    figure_ocr: bool = True,
 ) -> FolioIndex:
     """The folio index of `pdfs`, ingested now unless this key's directory already holds it; a
     new one starts its page cache from the indexes of `seed` (default `corpus`), whose pages are
@@ -77,12 +80,17 @@ def open_folio(
 
     inner = SentenceTransformerEmbedder()
     embedder = CachedEmbedder(inner, work / "embeddings.sqlite3")
-    directory = existing or work / _folio_key(corpus, ocr, max_tokens, inner.name)
+    directory = existing or work / _folio_key(corpus, ocr, max_tokens, inner.name, figure_ocr)
     if existing is not None and not (existing / _DONE).is_file():
         raise FileNotFoundError(f"{existing} holds no finished benchmark index ({_DONE})")
     if not directory.exists():
         _seed_page_cache(directory, sorted(work.glob(f"{seed or corpus}-*/page_cache.sqlite3")))
-    settings = Settings(data_dir=directory, ocr=ocr, max_tokens=max_tokens)  # type: ignore[arg-type]
+    settings = Settings(
+        data_dir=directory,
+        ocr=ocr,  # type: ignore[arg-type]
+        max_tokens=max_tokens,
+        figure_ocr=figure_ocr,
+    )
     services = build_services(settings, embedder=embedder)
     done = directory / _DONE
     if done.is_file():

@@ -26,7 +26,7 @@ __all__ = [
     "join_pieces",
 ]
 
-LINE_JOINED = {BlockType.table, BlockType.code, BlockType.formula}
+LINE_JOINED = {BlockType.table, BlockType.code, BlockType.formula, BlockType.figure}
 TABLE_SEPARATOR = re.compile(r"^\s*\|?(\s*:?-{2,}:?\s*\|)*\s*:?-{2,}:?\s*\|?\s*$")
 
 
@@ -169,29 +169,41 @@ def compact_table(markdown: str) -> str:
     return "\n".join(row for row in rows if row)
 
 
-def assign_captions(blocks: Sequence[tuple[int, Block]]) -> tuple[dict[int, int], set[int]]:
-    """Caption index for each table (the adjacent caption on its page, nearest first) and the
-    indexes of captions that belong to a figure."""
-    tables: dict[int, int] = {}
-    used: set[int] = set()
-    for index, (page, block) in enumerate(blocks):
-        if block.type != BlockType.table:
-            continue
-        candidates = []
-        for neighbour in (index - 1, index + 1):
-            if 0 <= neighbour < len(blocks) and neighbour not in used:
-                n_page, n_block = blocks[neighbour]
-                if n_page == page and _is_caption_for(n_block, "table"):
-                    candidates.append((_gap(block.bbox, n_block.bbox), neighbour))
-        if candidates:
-            tables[index] = min(candidates)[1]
-            used.add(tables[index])
-    figures = {
+def assign_captions(
+    blocks: Sequence[tuple[int, Block]],
+) -> tuple[dict[int, int], dict[int, int], set[int]]:
+    """Caption index for each table and each figure (the adjacent caption of its kind on its
+    page, nearest first; tables choose first), and the indexes of the other figure captions."""
+    tables = _adjacent_captions(blocks, BlockType.table, "table", set())
+    used = set(tables.values())
+    figures = _adjacent_captions(blocks, BlockType.figure, "figure", used)
+    used |= set(figures.values())
+    others = {
         index
         for index, (_, block) in enumerate(blocks)
         if index not in used and _is_caption_for(block, "figure")
     }
-    return tables, figures
+    return tables, figures, others
+
+
+def _adjacent_captions(
+    blocks: Sequence[tuple[int, Block]], block_type: BlockType, kind: str, used: set[int]
+) -> dict[int, int]:
+    captions: dict[int, int] = {}
+    taken = set(used)
+    for index, (page, block) in enumerate(blocks):
+        if block.type != block_type:
+            continue
+        candidates = []
+        for neighbour in (index - 1, index + 1):
+            if 0 <= neighbour < len(blocks) and neighbour not in taken:
+                n_page, n_block = blocks[neighbour]
+                if n_page == page and _is_caption_for(n_block, kind):
+                    candidates.append((_gap(block.bbox, n_block.bbox), neighbour))
+        if candidates:
+            captions[index] = min(candidates)[1]
+            taken.add(captions[index])
+    return captions
 
 
 def _is_caption_for(block: Block, kind: str) -> bool:

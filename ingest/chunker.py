@@ -1,13 +1,15 @@
-"""Structure-aware chunking: a Document becomes Chunks along its sections and tables.
+"""Structure-aware chunking: a Document becomes Chunks along its sections, tables and figures.
 
 Headings open sections and their trail travels with every chunk (`section_path`, and in front of
 `embed_text` after the document's name). Small neighbouring text blocks of a section are merged up
 to the token bound, an oversized block is split at line boundaries, tables are their own chunks
 with their caption (row batches with the header repeated when they are large), page headers and
-footers are left out. A paragraph cut by a page break stays in one chunk (its lines keep their
-pages), and a table continued at the top of the next page joins the table it continues (same
-columns), so its rows carry that table's caption and header. A chunk's text is built from its
-blocks' lines, so every `ChunkLine` span points at a line's text.
+footers are left out. A figure whose text was read by OCR is a chunk of its own (kind `figure`)
+behind its caption; figures without text are left out and their captions are chunks alone. A
+paragraph cut by a page break stays in one chunk (its lines keep their pages), and a table
+continued at the top of the next page joins the table it continues (same columns), so its rows
+carry that table's caption and header. A chunk's text is built from its blocks' lines, so every
+`ChunkLine` span points at a line's text.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 TokenCounter = Callable[[str], int]
 
-_SKIPPED = {BlockType.page_header, BlockType.page_footer, BlockType.figure}
+_SKIPPED = {BlockType.page_header, BlockType.page_footer}
 _HEADINGS = {BlockType.title, BlockType.section_header}
 _TRAIL_SEPARATOR = " > "
 _FLOWING = {BlockType.text, BlockType.list_item}
@@ -73,10 +75,10 @@ class _Chunker:
             (page.number, block)
             for page in pages
             for block in page.blocks
-            if block.type not in _SKIPPED
+            if block.type not in _SKIPPED and (block.type != BlockType.figure or block.lines)
         ]
-        table_captions, figure_captions = assign_captions(blocks)
-        used = set(table_captions.values())
+        table_captions, figure_of, figure_captions = assign_captions(blocks)
+        used = {*table_captions.values(), *figure_of.values()}
         builder = self.builder
         for index, (page, block) in enumerate(blocks):
             if index in used:
@@ -93,7 +95,11 @@ class _Chunker:
                     self.pending = table
                 continue
             self._emit_pending()  # anything but a table ends the table before it
-            if block.type in _HEADINGS and self._is_heading(block):
+            if block.type == BlockType.figure:
+                self._flush(builder, "text")
+                caption = figure_of.get(index)
+                self._figure(page, block, blocks[caption] if caption is not None else None)
+            elif block.type in _HEADINGS and self._is_heading(block):
                 self._flush(builder, "text")
                 self._open_section(block)
                 builder.budget = self._budget()
@@ -250,6 +256,25 @@ class _Chunker:
                 batch.add(unit)
         if batch.units:
             self._emit("table_rows", [*prefix, *batch.take()])
+
+    # figures ------------------------------------------------------------------------------------
+
+    def _figure(self, page: int, block: Block, caption: tuple[int, Block] | None) -> None:
+        """A figure's text read by OCR behind its caption: one chunk when they fit the budget,
+        else batches of its lines, each behind the caption (alone first when it is too long)."""
+        budget = self._budget()
+        prefix = self._units(caption[0], caption[1], budget) if caption else []
+        prefix_tokens = sum(unit.tokens for unit in prefix)
+        if prefix_tokens > budget // 2:
+            self._pack("figure_caption", prefix)
+            prefix, prefix_tokens = [], 0
+        batch = Builder(budget - prefix_tokens)
+        for unit in self._units(page, block, batch.budget):
+            if not batch.fits(unit):
+                self._emit("figure", [*prefix, *batch.take()])
+            batch.add(unit)
+        if batch.units:
+            self._emit("figure", [*prefix, *batch.take()])
 
     # chunks -------------------------------------------------------------------------------------
 

@@ -16,12 +16,14 @@ from typing import Protocol, runtime_checkable
 
 import pymupdf
 
-from ocr_engine.schema import Block, EngineInfo, Page, PageError, PageStatus
+from ocr_engine.geometry import Box
+from ocr_engine.schema import Block, EngineInfo, Line, Page, PageError, PageStatus
 
 __all__ = [
     "TEXT_LAYER_ROUTE",
     "PageEngine",
     "PageWindow",
+    "RegionReader",
     "engine_error",
     "failed_page",
     "read_each",
@@ -59,6 +61,19 @@ class PageEngine(Protocol):
 
     def close(self) -> None:
         """Release what the engine started (worker processes, connections); it may be reused."""
+        ...
+
+
+@runtime_checkable
+class RegionReader(Protocol):
+    """An OCR engine that also reads one region of a page (the raster figures of text-layer
+    pages): `read_region` gives its lines in reading order, boxes in displayed-page points, and
+    raises `ocr_engine.errors.EngineError` when it cannot read it."""
+
+    info: EngineInfo
+
+    def read_region(self, page: pymupdf.Page, box: Box) -> list[Line]:
+        """The lines of text inside `box` of the displayed page."""
         ...
 
 

@@ -71,6 +71,11 @@ class ExtractOptions(BaseModel):
     ocr: OcrMode = OcrMode.auto
     vllm: VLLMOptions | None = None
     cpu: CpuOcrOptions = Field(default_factory=CpuOcrOptions)
+    figure_ocr: bool = Field(
+        default=True,
+        description="OCR the large raster images of text-layer pages (not with ocr=never)",
+    )
+    figure_regions: int = Field(default=4, ge=0, le=32, description="at most this many a page")
     extraction_version: str = Field(
         default=EXTRACTION_VERSION,
         min_length=1,

@@ -8,7 +8,7 @@ from typing import Any
 import pymupdf
 
 from ocr_engine.engine import TEXT_LAYER_ROUTE, PageWindow, read_each, read_page
-from ocr_engine.geometry import Box, centre_inside, rounded, union
+from ocr_engine.geometry import Box, area, centre_inside, iou, rounded, union
 from ocr_engine.layout import (
     LayoutBlock,
     body_style,
@@ -36,11 +36,40 @@ from ocr_engine.textlayer import (
 )
 from ocr_engine.unruled_tables import MIN_NUMERIC_TOKENS, find_unruled_tables, numeric_tokens
 
-__all__ = ["PyMuPDFEngine"]
+__all__ = ["PyMuPDFEngine", "raster_regions"]
 
 log = logging.getLogger(__name__)
 
 ENGINE_NAME = "pymupdf"
+FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
+FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
+FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there
+
+
+def raster_regions(page: pymupdf.Page, text_page: Page, limit: int) -> list[Block]:
+    """The figure blocks of `text_page` (the text layer's reading of `page`) worth reading by
+    OCR, largest first, at most `limit`: raster images big on the page and in pixels, over which
+    the text layer has no text of its own."""
+    frame = PageFrame(page)
+    page_area = frame.rect.width * frame.rect.height
+    images = [(frame.box(info["bbox"]), info) for info in page.get_image_info()]
+    lines = [ln for b in text_page.blocks if b.type is not BlockType.figure for ln in b.lines]
+    found = []
+    for block in text_page.blocks:
+        if block.type is not BlockType.figure or area(block.bbox) < FIGURE_MIN_SHARE * page_area:
+            continue
+        sizes = [
+            (int(info.get("width", 0)), int(info.get("height", 0)))
+            for box, info in images
+            if iou(box, block.bbox) >= 0.9
+        ]
+        if not any(min(size) >= FIGURE_MIN_PIXELS for size in sizes):
+            continue
+        inside = sum(len(ln.text.strip()) for ln in lines if centre_inside(ln.bbox, block.bbox, 0))
+        if inside <= FIGURE_MAX_TEXT:
+            found.append(block)
+    found.sort(key=lambda b: -area(b.bbox))
+    return found[:limit]
 
 
 def _filled(drawings: list[dict[str, Any]], frame: PageFrame) -> list[Box]:

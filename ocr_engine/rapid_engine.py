@@ -29,7 +29,7 @@ from ocr_engine.ocr_layout import OcrLine, gutter_cuts, layout_page
 from ocr_engine.options import CpuOcrOptions
 from ocr_engine.schema import Block, EngineInfo, Line, Page
 
-__all__ = ["RapidOCREngine", "RenderedArray", "render_array"]
+__all__ = ["RapidOCREngine", "RenderedArray", "reading_order", "render_array"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ CLS_MODEL = "ch_ppocr_mobile_v2.0_cls_mobile"
 DEFAULT_DET_SIDE = 1280  # longest side of the image the detector sees, in pixels
 TEXT_SCORE = 0.5  # recognised runs below this confidence are dropped (RapidOCR's default)
 ORIENTATION_SAMPLE = 12  # longest lines the direction classifier votes on
+REGION_MAX_PIXELS = 4_000_000  # cap on W*H of the render of one figure region
 
 Quad = np.ndarray  # 4 x 2 float32 corner points, clockwise from the top-left
 
@@ -176,6 +177,19 @@ def _ink_span(image: np.ndarray, box: Box) -> Box:
     return (float(left + inked[first]), box[1], float(left + inked[last] + 1), box[3])
 
 
+def reading_order(lines: list[Line]) -> list[Line]:
+    """Lines in rows from the top (a line joins a row when its middle lies within the first
+    line's height), each row from the left."""
+    rows: list[list[Line]] = []
+    for line in sorted(lines, key=lambda ln: (ln.bbox[1], ln.bbox[0])):
+        middle = (line.bbox[1] + line.bbox[3]) / 2
+        if rows and rows[-1][0].bbox[1] <= middle <= rows[-1][0].bbox[3]:
+            rows[-1].append(line)
+        else:
+            rows.append([line])
+    return [line for row in rows for line in sorted(row, key=lambda ln: ln.bbox[0])]
+
+
 def split_quads(image: np.ndarray, quads: list[Quad]) -> list[Quad]:
     """Horizontal text quads cut where they run across a column gutter (see `gutter_cuts`);
     the pieces end and start at the edges of the blank gutter."""
@@ -219,6 +233,32 @@ class RapidOCREngine:
         )
         self._models: _Models | None = None
         self._lock = threading.Lock()
+
+    def read_region(self, page: pymupdf.Page, box: Box) -> list[Line]:
+        """The lines inside `box` (displayed-page points) of `page`, rendered alone at the
+        engine's dpi capped to `REGION_MAX_PIXELS`, in reading order. Raises `EngineError`."""
+        x0, y0, x1, y1 = box
+        zoom = capped_zoom(x1 - x0, y1 - y0, self.options.dpi, REGION_MAX_PIXELS)
+        origin = page.rect
+        clip = pymupdf.Rect(x0 + origin.x0, y0 + origin.y0, x1 + origin.x0, y1 + origin.y0)
+        try:
+            pix = page.get_pixmap(
+                matrix=pymupdf.Matrix(zoom, zoom), clip=clip, alpha=False, colorspace=pymupdf.csRGB
+            )
+        except Exception as exc:
+            raise EngineOutputError(f"the region cannot be rendered: {exc}") from exc
+        image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)
+        image = np.ascontiguousarray(image[:, :, :3])
+        found, turns = self.read_image(image)
+        img_h, img_w = image.shape[:2]
+        lines = []
+        for ln in found:
+            if not any(c.isalnum() for c in ln.text):
+                continue  # bars, bullets and legend marks read as symbols
+            shown = to_points(unrotate_box(ln.box, turns, img_w, img_h), zoom)
+            bbox = clamp(translate(shown, x0, y0), box)
+            lines.append(Line(text=ln.text, bbox=rounded(bbox)))
+        return reading_order(lines)
 
     def _load(self) -> _Models:
         """The three ONNX sessions, built once from the model files inside the rapidocr wheel."""

@@ -7,6 +7,12 @@ every page to OCR, `never` builds no OCR engine. A page the first OCR engine fai
 next one and is marked `fallback` with the earlier errors; after the last, the text layer keeps
 it (`fallback`) when it has text, else it is `failed` with every engine's error. A page whose
 routing raised carries a `routing_failed` error and a route that says so.
+
+A page kept from the text layer then has the text inside its large raster figures read by the
+first OCR engine that reads regions (`RegionReader`; `ExtractOptions.figure_ocr`, never with
+`ocr=never`): each read figure block carries the lines and that engine, a region the engine fails
+on adds a `figure_ocr_failed` error and leaves the page ok; such pages have a cache key of their
+own (the text layer's and the region reader's).
 """
 
 from __future__ import annotations
@@ -18,11 +24,17 @@ from typing import Protocol
 
 import pymupdf
 
-from ocr_engine.engine import TEXT_LAYER_ROUTE, PageEngine, PageWindow, engine_error
+from ocr_engine.engine import (
+    TEXT_LAYER_ROUTE,
+    PageEngine,
+    PageWindow,
+    RegionReader,
+    engine_error,
+)
 from ocr_engine.options import ExtractOptions, OcrMode
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.pymupdf_engine import PyMuPDFEngine, raster_regions
 from ocr_engine.routing import ocr_reason
-from ocr_engine.schema import EngineInfo, Page, PageError, PageStatus
+from ocr_engine.schema import Block, EngineInfo, Page, PageError, PageStatus
 
 __all__ = [
     "OCR_FAILED_ROUTE",
@@ -162,9 +174,50 @@ class PageReader:
         if reasons:
             chosen = window.only(sorted(reasons))
             pages.update(self._ocr(ocr, chosen, doc_id, reasons, text_pages))
+        region_reader = next((e for e in ocr if isinstance(e, RegionReader)), None)
+        figures = self.options.figure_ocr and self.options.ocr is not OcrMode.never
+        if figures and region_reader is not None:
+            for number in todo:
+                kept = pages[number]
+                if kept is text_pages[number] and kept.route == TEXT_LAYER_ROUTE and kept.blocks:
+                    pages[number] = self._figures(pdf, doc_id, kept, region_reader)
         for number, problem in problems.items():
             pages[number] = _routing_failed(pages[number], problem)
         return [pages[n] for n in numbers]
+
+    def _figures(
+        self, pdf: pymupdf.Document, doc_id: str, page: Page, reader: RegionReader
+    ) -> Page:
+        """The text-layer page with the text inside its large raster figures read by `reader`
+        (see `raster_regions`), cached under its own key; a region it fails on keeps no text and
+        adds a `figure_ocr_failed` error, and such a page is not cached."""
+        key = f"{self.cache_key(page.engine)}|figures:{engine_key(reader.info)}"
+        cached = self._cached(doc_id, page.number, key)
+        if cached is not None:
+            return cached
+        pdf_page = pdf[page.number - 1]
+        regions = raster_regions(pdf_page, page, self.options.figure_regions)
+        if not regions:
+            return page
+        read: dict[str, Block] = {}
+        errors: list[PageError] = []
+        for block in regions:
+            try:
+                lines = reader.read_region(pdf_page, block.bbox)
+            except Exception as exc:  # a figure that cannot be read must not fail the page
+                log.warning("page %d, %s: figure OCR failed: %s", page.number, block.id, exc)
+                error = engine_error("figure_ocr_failed", exc)
+                errors.append(error.model_copy(update={"message": f"{block.id}: {error.message}"}))
+                continue
+            text = "\n".join(line.text for line in lines)
+            read[block.id] = block.model_copy(
+                update={"text": text, "lines": lines, "engine": reader.info}
+            )
+        blocks = [read.get(block.id, block) for block in page.blocks]
+        out = page.model_copy(update={"blocks": blocks, "errors": [*page.errors, *errors]})
+        if not errors and self.cache is not None:
+            self.cache.put(doc_id, key, out)
+        return out
 
     def _cached(self, doc_id: str, number: int, key: str) -> Page | None:
         return self.cache.get(doc_id, number, key) if self.cache is not None else None

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ocr_engine.geometry import Box
 
 SCHEMA_NAME = "folio.document"
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 BBox = Annotated[
     Box,
@@ -74,6 +74,11 @@ class Block(_Model):
     lines: list[Line] = Field(default_factory=list)
     html: str | None = None
     cells: list[TableCell] = Field(default_factory=list)
+    engine: EngineInfo | None = Field(
+        default=None,
+        description="the engine that read this block's text when not the page's (a figure's "
+        "text read by OCR on a text-layer page)",
+    )
 
 
 class EngineInfo(_Model):

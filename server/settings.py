@@ -141,6 +141,9 @@ class Settings(BaseSettings):
     ocr_dpi: int = Field(default=144, ge=36, le=600)
     ocr_max_in_flight: int = Field(default=32, ge=1, le=1024)
     ocr_api_key: SecretStr | None = None
+    figure_ocr: bool = Field(
+        default=True, description="OCR the large raster figures of text-layer pages (not ocr=never)"
+    )
 
     llm_url: str | None = Field(
         default=None,
@@ -227,7 +230,7 @@ class Settings(BaseSettings):
                 dpi=self.ocr_dpi,
                 max_in_flight=self.ocr_max_in_flight,
             )
-        return ExtractOptions(ocr=self.ocr, vllm=vllm)
+        return ExtractOptions(ocr=self.ocr, vllm=vllm, figure_ocr=self.figure_ocr)
 
     def link_signer(self) -> LinkSigner | None:
         """What signs citation links so that they open without the API key; None without one."""
