@@ -14,6 +14,7 @@ from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
 from ocr_engine.errors import FolioError
 from ocr_engine.geometry import Box
 from retrieval.links import LinkSigner
+from retrieval.schema import DOC_ID_PATTERN
 from server.pages import PageOutOfRangeError, PageRenderer, Render, UnrenderablePageError
 from server.services import Services
 from server.settings import Settings
@@ -38,7 +39,6 @@ __all__ = [
     "rendering_errors",
 ]
 
-DOC_ID_PATTERN = r"^[0-9a-f]{64}$"
 MAX_PAGE_NUMBER = 1_000_000
 
 DocId = Annotated[
