@@ -138,14 +138,16 @@ async def answer_query(
 ) -> QueryResponse:
     """What `POST /query`, `folio query` and MCP's `ask` answer: the search, then the answer,
     generated and checked with an LLM when `llm` is set, else extractive."""
-    hits = await question_hits(retriever, req)
-    return await answer_response(
+    flt = search_filter(req)
+    hits, failure = await asyncio.to_thread(retriever.ranked, req.question, req.top_k, flt)
+    response = await answer_response(
         req.question,
         hits,
         embedder=retriever.embedder,
         llm=llm,
         options=retriever.answer_options(req),
     )
+    return response.model_copy(update={"rerank_error": failure})
 
 
 async def answer_response(

@@ -121,6 +121,13 @@ class LlmFailure(BaseModel):
     message: str
 
 
+class RerankFailure(BaseModel):
+    """Why the hits keep the fused order: the re-ranker failed (FOLIO_RERANK)."""
+
+    code: str
+    message: str
+
+
 class PageHighlight(BaseModel):
     """A page a citation's evidence is on, and the link of its image with the evidence drawn."""
 
@@ -191,4 +198,7 @@ class QueryResponse(BaseModel):
     )
     llm_error: LlmFailure | None = Field(
         default=None, description="set when the LLM failed and the answer is extractive"
+    )
+    rerank_error: RerankFailure | None = Field(
+        default=None, description="set when the re-ranker failed and the hits keep the fused order"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
+from typing import NamedTuple
 
 from ocr_engine.errors import BadInputError
 from retrieval.answer import (
@@ -20,12 +21,14 @@ from retrieval.cells import CellBox
 from retrieval.doc_card import CARD_KIND
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
+from retrieval.rerank import Reranker, RerankError, sigmoid
 from retrieval.schema import (
     Chunk,
     Hit,
     LlmFailure,
     QueryRequest,
     QueryResponse,
+    RerankFailure,
     ScoredChunk,
     SearchFilter,
 )
@@ -33,6 +36,7 @@ from retrieval.store import VectorStore
 
 __all__ = [
     "InvalidQueryError",
+    "Ranked",
     "Retriever",
     "distinct_pages",
     "extractive_response",
@@ -47,6 +51,36 @@ _AGREEMENT_WINDOW = 10  # a named document must be among the plain search's firs
 
 class InvalidQueryError(BadInputError, ValueError):
     """The query can never match as asked (e.g. an empty page range); do not retry."""
+
+
+class Ranked(NamedTuple):
+    hits: list[ScoredChunk]
+    rerank_error: RerankFailure | None = None
+    """Why the re-ranker was passed over (the hits keep the fused order)."""
+
+
+def rerank(
+    reranker: Reranker, question: str, found: list[ScoredChunk], candidates: int
+) -> list[ScoredChunk]:
+    """The first `candidates` distinct chunks of `found` in the re-ranker's order, scored by the
+    logistic of its score, then the rest below them in their fused order; RerankError as raised."""
+    head: list[ScoredChunk] = []
+    seen: set[tuple[str, str]] = set()
+    for hit in found:
+        key = (hit.chunk.doc_id, hit.chunk.chunk_id)
+        if key not in seen and len(head) < candidates:
+            seen.add(key)
+            head.append(hit)
+    if not head:
+        return found
+    scores = [sigmoid(v) for v in reranker.score(question, [h.chunk.embed_text for h in head])]
+    order = sorted(range(len(head)), key=lambda i: -scores[i])
+    ranked = [head[i].model_copy(update={"score": scores[i]}) for i in order]
+    rest = [h for h in found if (h.chunk.doc_id, h.chunk.chunk_id) not in seen]
+    top = max((h.score for h in rest), default=0.0)
+    floor = min(scores)
+    tail = [h.model_copy(update={"score": floor * h.score / top if top > 0 else 0.0}) for h in rest]
+    return ranked + tail
 
 
 def search_filter(req: QueryRequest) -> SearchFilter | None:
@@ -129,6 +163,10 @@ class Retriever:
     embedding similarity to the question (0: by terms alone); below `min_support` similarity
     for the best of them the documents do not answer the question (`mode: "not_found"`).
     Table cells are cited to the boxes `cell_box` gives (the document JSON's), else their row's.
+
+    With a `reranker` (a cross-encoder, local or a service), the first `rerank_candidates` fused
+    chunks are put in its order before the best chunk of each page is taken; when it fails they
+    keep the fused order and `ranked` says why.
     """
 
     def __init__(
@@ -144,6 +182,8 @@ class Retriever:
         dense_sentences: int = DENSE_POOL,
         min_support: float = MIN_SUPPORT,
         cell_box: CellBox | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = 20,
     ) -> None:
         if embedder.dim != store.dim:
             raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
@@ -157,16 +197,24 @@ class Retriever:
         self.dense_sentences = dense_sentences
         self.min_support = min_support
         self.cell_box = cell_box
+        self.reranker = reranker
+        self.rerank_candidates = max(1, rerank_candidates)
 
     def search(
         self, question: str, top_k: int, flt: SearchFilter | None = None
     ) -> list[ScoredChunk]:
         """The `top_k` best chunks for the question, best first."""
+        return self.ranked(question, top_k, flt).hits
+
+    def ranked(self, question: str, top_k: int, flt: SearchFilter | None = None) -> Ranked:
+        """The `top_k` best chunks for the question, best first, and the re-ranker's failure."""
         vector = self.embedder.embed_query(question)
         text = question if self.lexical else None
         fetch = top_k if not self.page_hits else min(_MAX_FETCH, top_k * self.overfetch)
         if self.names is not None:
             fetch = max(fetch, _AGREEMENT_WINDOW)
+        if self.reranker is not None:
+            fetch = max(fetch, self.rerank_candidates)
         found = self.store.search(vector, fetch, flt, text=text)
         named = self._named(question, flt)
         if named is not None and self._agrees(named[0], found):
@@ -174,9 +222,17 @@ class Retriever:
             first = self.store.search(vector, fetch, narrowed, text=rest if text else None)
             found = first + found
         found = [hit for hit in found if hit.chunk.kind != CARD_KIND]  # routing, never a hit
+        failure = None
+        if self.reranker is not None:
+            try:
+                found = rerank(self.reranker, question, found, self.rerank_candidates)
+            except RerankError as exc:
+                logger.warning("re-ranking failed, fused order kept: %s: %s", exc.code, exc)
+                failure = RerankFailure(code=exc.code, message=exc.message)
         if not self.page_hits:
-            return _distinct(found, top_k, lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id))
-        return distinct_pages(found, top_k)
+            key = lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id)  # noqa: E731
+            return Ranked(_distinct(found, top_k, key), failure)
+        return Ranked(distinct_pages(found, top_k), failure)
 
     @staticmethod
     def _agrees(named: SearchFilter, found: list[ScoredChunk]) -> bool:
@@ -215,7 +271,7 @@ class Retriever:
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""
         started = time.perf_counter()
-        scored = self.search(req.question, req.top_k, search_filter(req))
+        scored, failure = self.ranked(req.question, req.top_k, search_filter(req))
         answer = extractive_answer(
             req.question, scored, embedder=self.embedder, options=self.answer_options(req)
         )
@@ -225,4 +281,4 @@ class Retriever:
             len(scored),
             1e3 * (time.perf_counter() - started),
         )
-        return extractive_response(answer, scored)
+        return extractive_response(answer, scored).model_copy(update={"rerank_error": failure})

