@@ -16,6 +16,7 @@ from server.cli_support import (
     local_url,
     open_or_remote,
     open_services,
+    plural,
     refuse_busy,
     remote_call,
     report,
@@ -206,7 +207,7 @@ def docs(
         )
         for error in row["errors"][:3]:
             typer.echo(f"{'':<38}{str(error)[:160]}")
-    typer.echo(f"{len(rows)} documents", err=True)
+    typer.echo(plural(len(rows), "document"), err=True)
 
 
 def _removed(target: Any, as_json: bool) -> None:
@@ -225,7 +226,9 @@ def _removed(target: Any, as_json: bool) -> None:
         return
     for stone in stones:
         typer.echo(f"{stone.removed_at:%Y-%m-%d %H:%M}  {stone.doc_id[:12]}  {shown(stone.path)}")
-    typer.echo(f"{len(stones)} removed files (`folio ingest FILE` restores one)", err=True)
+    typer.echo(
+        f"{plural(len(stones), 'removed file')} (`folio ingest FILE` restores one)", err=True
+    )
 
 
 @app.command()

@@ -18,6 +18,7 @@ __all__ = [
     "local_url",
     "open_or_remote",
     "open_services",
+    "plural",
     "refuse_busy",
     "remote_call",
     "report",
@@ -111,6 +112,11 @@ def remote_call(call: Callable[[], T]) -> T:
         raise typer.Exit(1) from None
 
 
+def plural(n: int, noun: str) -> str:
+    """`1 file`, `2 files`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def shown(name: str) -> str:
     """A file name fit for one terminal line: control characters (a newline) escaped."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
@@ -180,7 +186,8 @@ def report(summary: Any) -> int:
     rate = f", {summary.pages / seconds:.2f} pages/s" if summary.pages and seconds > 0 else ""
     moved = f", {summary.moved} moved" if summary.moved else ""
     typer.echo(
-        f"{len(summary.results)} files: {summary.new} new, {summary.changed} changed{moved}, "
+        f"{plural(len(summary.results), 'file')}: {summary.new} new, "
+        f"{summary.changed} changed{moved}, "
         f"{summary.unchanged} unchanged, {summary.failed} failed; {summary.removed} removed; "
         f"{summary.pages} pages in {seconds:.1f}s{rate}",
         err=True,

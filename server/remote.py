@@ -104,6 +104,9 @@ class RemoteFolio:
                 time.sleep(0.5)
             except httpx.HTTPError as exc:
                 raise RemoteError(f"{method} {self.url}{path} failed: {exc}") from exc
+        if response.status_code == 401:
+            hint = "set FOLIO_API_KEY to the server's API key"
+            raise RemoteError(f"{method} {path}: 401 {_message(response)} ({hint})")
         if response.is_error:
             raise RemoteError(f"{method} {path}: {response.status_code} {_message(response)}")
         return response

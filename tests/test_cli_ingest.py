@@ -33,7 +33,7 @@ def _folio(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _summary(run: subprocess.CompletedProcess[str]) -> str:
-    [line] = [ln for ln in run.stderr.splitlines() if " files: " in ln]
+    [line] = [ln for ln in run.stderr.splitlines() if " files: " in ln or " file: " in ln]
     return line.split(";")[0] + ";" + line.split(";")[1]
 
 

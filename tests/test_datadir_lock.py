@@ -136,9 +136,9 @@ def test_cli_beside_the_server_uses_its_api_and_the_index_stays_writable(
     extra.write_bytes(fact_pdf("Harbour Logbook", [("Tides", "High tide came at 04:12.")]))
     ingested = _cli("ingest", str(extra), "--data-dir", str(data))
     assert ingested.returncode == 0, ingested.stderr
-    assert "1 files: 1 new, 0 changed, 0 unchanged, 0 failed; 0 removed" in ingested.stderr
+    assert "1 file: 1 new, 0 changed, 0 unchanged, 0 failed; 0 removed" in ingested.stderr
     again = _cli("ingest", str(extra), "--data-dir", str(data))
-    assert "1 files: 0 new, 0 changed, 1 unchanged, 0 failed" in again.stderr
+    assert "1 file: 0 new, 0 changed, 1 unchanged, 0 failed" in again.stderr
 
 
 def test_a_second_holder_is_refused_and_told_who_holds_it(tmp_path: Path) -> None:
