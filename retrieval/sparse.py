@@ -37,6 +37,10 @@ _TERM = re.compile(
 )
 
 
+# blanks between two CJK characters: PDFs that space every character ("关 于 红 军") read as one run
+CJK_SPACING = re.compile(rf"(?<=[{_CJK_CHARS}])[ \t\u3000]+(?=[{_CJK_CHARS}])")
+
+
 class SparseVec(NamedTuple):
     """Indices (hashed terms) and their weights, as both Qdrant bindings take them."""
 
@@ -53,7 +57,7 @@ def _number(token: str) -> str:
 
 def lexical_terms(text: str) -> list[str]:
     """The terms of `text` before stemming and stopwords: numbers in one form, CJK pairs."""
-    normal = unicodedata.normalize("NFKC", text).replace("’", "'").lower()
+    normal = CJK_SPACING.sub("", unicodedata.normalize("NFKC", text).replace("’", "'").lower())
     terms: list[str] = []
     for match in _TERM.finditer(normal):
         if match.lastgroup == "num":

@@ -10,6 +10,8 @@ import re
 import threading
 from typing import Any
 
+from retrieval.sparse import CJK_SPACING
+
 __all__ = ["STOPWORDS", "sentence_spans", "stems", "terms"]
 
 _BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
@@ -40,7 +42,7 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Normalised search terms: lower-cased, light plural stemming, numbers without separators,
     CJK runs as character bigrams."""
     out: list[str] = []
-    for token in _TOKEN.findall(text.lower()):
+    for token in _TOKEN.findall(CJK_SPACING.sub("", text.lower())):
         if token[0].isdigit():
             out.append(token.replace(",", ""))
         elif _CJK.search(token):

@@ -79,3 +79,10 @@ def test_document_weights_grow_with_term_frequency() -> None:
     twice = encoder.embed_document("revenue revenue grew")
     rev = encoder.embed_query("revenue").indices[0]
     assert twice.values[twice.indices.index(rev)] > once.values[once.indices.index(rev)]
+
+
+def test_spaced_cjk_characters_read_as_one_run() -> None:
+    """Some PDFs space every CJK character: the terms are the pairs of the unspaced text."""
+    assert lexical_terms("关 于 红 军 作 战") == lexical_terms("关于红军作战")
+    assert lexical_terms("关 于　红军") == ["关于", "于红", "红军"]
+    assert lexical_terms("Tokyo 東京 Osaka") == ["tokyo", "東京", "osaka"]
