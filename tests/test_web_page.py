@@ -343,6 +343,25 @@ def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(
     assert errors == []
 
 
+def test_a_question_without_words_says_so_and_clears_the_last_answer(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    from playwright.sync_api import expect
+
+    _services, base = site
+    _ingest(base, "kelud report.pdf", fact_pdf(*FACTS["volcano.pdf"]))
+    page, errors = open_page(base)
+    page.fill("#question", QUESTION)
+    page.click("#ask-button")
+    expect(page.locator("#answer-text")).to_contain_text("February 2014", timeout=SLOW_MS)
+    page.fill("#question", "   ?! ")
+    page.click("#ask-button")
+    expect(page.locator("#ask-status")).to_have_text("Type a question with words or numbers in it.")
+    expect(page.locator("#answer-text")).to_have_text("")
+    expect(page.locator("#citations li")).to_have_count(0)
+    assert errors == []
+
+
 def test_document_text_is_shown_as_text_never_as_markup(
     open_page: Any, site: tuple[Services, str]
 ) -> None:

@@ -232,6 +232,12 @@ export function setupAsk() {
     event.preventDefault();
     const question = $("question").value.trim();
     const topK = Math.min(20, Math.max(1, Number($("top-k").value) || 5));
-    if (question) ask(question, topK);
+    if (/[\p{L}\p{N}]/u.test(question)) {
+      ask(question, topK);
+      return;
+    }
+    current?.abort();
+    startAnswer();
+    setText($("ask-status"), "Type a question with words or numbers in it.");
   });
 }
