@@ -20,6 +20,7 @@ __all__ = [
     "IngestOptions",
     "IngestSummary",
     "image_only_pages",
+    "ramped",
     "windows",
 ]
 
@@ -96,6 +97,18 @@ def image_only_pages(pages: Sequence[Page]) -> list[int]:
         and any(b.type is BlockType.figure for b in page.blocks)
         and not any(b.lines for b in page.blocks)
     ]
+
+
+def ramped(first: int, last: int, size: int) -> list[tuple[int, int]]:
+    """first..last in parts of 1, 1, 2, 4, … pages up to `size`, then `windows` of `size`: the
+    first pages of a slow read (CPU OCR of a scan) come back, and show progress, soon."""
+    parts: list[tuple[int, int]] = []
+    start, step = first, 1
+    while start <= last and step < size:
+        parts.append((start, min(last, start + step - 1)))
+        start += step
+        step = step if len(parts) == 1 else step * 2
+    return parts + windows(start, last, size)
 
 
 def windows(first: int, last: int, size: int) -> list[tuple[int, int]]:

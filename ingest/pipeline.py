@@ -34,7 +34,14 @@ from ingest.extractor import Extractor, WindowResult
 from ingest.failures import NoTextError, SourceGoneError, classify
 from ingest.files import DocumentFiles
 from ingest.ledger import Ledger
-from ingest.options import FileResult, FileStatus, IngestOptions, image_only_pages, windows
+from ingest.options import (
+    FileResult,
+    FileStatus,
+    IngestOptions,
+    image_only_pages,
+    ramped,
+    windows,
+)
 from ingest.passwords import PasswordBook, fingerprint
 from ingest.records import (
     DocStatus,
@@ -238,6 +245,9 @@ class Ingestor:
         """Extraction results in page order, a few requests ahead of the caller."""
         size = self.options.extraction_window()
         ranges = [part for lo, hi in chunk_windows for part in windows(lo, hi, size)]
+        if size < self.options.window and chunk_windows:  # CPU OCR may read: first pages soon
+            lo, hi = chunk_windows[0]
+            ranges = ramped(lo, hi, size) + ranges[len(windows(lo, hi, size)) :]
         pending: deque[Future[WindowResult]] = deque()
         name = doc.record.source
         for first, last in ranges:

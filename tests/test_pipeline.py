@@ -25,3 +25,15 @@ def test_image_only_pages_are_reported_and_a_scan_alone_fails(tmp_path: Path) ->
     assert first.error is not None and "pages 2:" in first.error and "OCR" in first.error
     assert second.status == "failed" and second.error is not None and "OCR" in second.error
     assert records["mixed.pdf"].status == "partial" and records["scan.pdf"].status == "failed"
+
+
+def test_a_slow_read_starts_with_single_pages() -> None:
+    """With CPU OCR possible, a document's first pages are asked one by one, then in doubling
+    parts, so a scan shows progress after its first page, not after the first eight."""
+    from ingest.options import ramped, windows
+
+    assert ramped(1, 4, 8) == [(1, 1), (2, 2), (3, 4)]
+    assert ramped(1, 40, 8) == [(1, 1), (2, 2), (3, 4), (5, 8), *windows(9, 40, 8)]
+    assert ramped(1, 1, 8) == [(1, 1)]
+    covered = [n for lo, hi in ramped(3, 97, 8) for n in range(lo, hi + 1)]
+    assert covered == list(range(3, 98))
