@@ -98,7 +98,9 @@ def run(data: Path, work: Path, docs: int) -> str:
     )
     out.append("|---|---:|---:|" + "---:|" * (len(SOURCES) + 1))
     for on in (False, True):
-        index = open_folio("mmlongbench-figures", pdfs, work, ocr="auto", figure_ocr=on)
+        # the second index starts from the first one's pages (text layer and OCR alike)
+        seed = "mmlongbench-figures" if on else "mmlongbench"
+        index = open_folio("mmlongbench-figures", pdfs, work, ocr="auto", figure_ocr=on, seed=seed)
         try:
             ranked = []
             for case in cases:

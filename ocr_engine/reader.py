@@ -174,24 +174,25 @@ class PageReader:
         if reasons:
             chosen = window.only(sorted(reasons))
             pages.update(self._ocr(ocr, chosen, doc_id, reasons, text_pages))
-        region_reader = next((e for e in ocr if isinstance(e, RegionReader)), None)
+        readers = [e for e in ocr if isinstance(e, RegionReader)]
         figures = self.options.figure_ocr and self.options.ocr is not OcrMode.never
-        if figures and region_reader is not None:
+        if figures and readers:
             for number in todo:
                 kept = pages[number]
                 if kept is text_pages[number] and kept.route == TEXT_LAYER_ROUTE and kept.blocks:
-                    pages[number] = self._figures(pdf, doc_id, kept, region_reader)
+                    pages[number] = self._figures(pdf, doc_id, kept, readers)
         for number, problem in problems.items():
             pages[number] = _routing_failed(pages[number], problem)
         return [pages[n] for n in numbers]
 
     def _figures(
-        self, pdf: pymupdf.Document, doc_id: str, page: Page, reader: RegionReader
+        self, pdf: pymupdf.Document, doc_id: str, page: Page, readers: Sequence[RegionReader]
     ) -> Page:
-        """The text-layer page with the text inside its large raster figures read by `reader`
-        (see `raster_regions`), cached under its own key; a region it fails on keeps no text and
-        adds a `figure_ocr_failed` error, and such a page is not cached."""
-        key = f"{self.cache_key(page.engine)}|figures:{engine_key(reader.info)}"
+        """The text-layer page with the text inside its large raster figures (`raster_regions`)
+        read by the first of `readers` that can, cached under its own key. Each failure adds a
+        `figure_ocr_failed` error (a region no reader could read keeps no text); a page with
+        errors is not cached, so that it is read again."""
+        key = f"{self.cache_key(page.engine)}|figures:{engine_key(readers[0].info)}"
         cached = self._cached(doc_id, page.number, key)
         if cached is not None:
             return cached
@@ -202,17 +203,20 @@ class PageReader:
         read: dict[str, Block] = {}
         errors: list[PageError] = []
         for block in regions:
-            try:
-                lines = reader.read_region(pdf_page, block.bbox)
-            except Exception as exc:  # a figure that cannot be read must not fail the page
-                log.warning("page %d, %s: figure OCR failed: %s", page.number, block.id, exc)
-                error = engine_error("figure_ocr_failed", exc)
-                errors.append(error.model_copy(update={"message": f"{block.id}: {error.message}"}))
-                continue
-            text = "\n".join(line.text for line in lines)
-            read[block.id] = block.model_copy(
-                update={"text": text, "lines": lines, "engine": reader.info}
-            )
+            for reader in readers:
+                try:
+                    lines = reader.read_region(pdf_page, block.bbox)
+                except Exception as exc:  # a figure that cannot be read must not fail the page
+                    log.warning("page %d, %s: figure OCR failed: %s", page.number, block.id, exc)
+                    error = engine_error("figure_ocr_failed", exc)
+                    message = f"{block.id} ({reader.info.name}): {error.message}"
+                    errors.append(error.model_copy(update={"message": message}))
+                    continue
+                text = "\n".join(line.text for line in lines)
+                read[block.id] = block.model_copy(
+                    update={"text": text, "lines": lines, "engine": reader.info}
+                )
+                break
         blocks = [read.get(block.id, block) for block in page.blocks]
         out = page.model_copy(update={"blocks": blocks, "errors": [*page.errors, *errors]})
         if not errors and self.cache is not None:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import pymupdf
 
-from ocr_engine.geometry import capped_zoom
+from ocr_engine.geometry import Box, capped_zoom
 
-__all__ = ["RenderedPage", "encode_png", "render_page"]
+__all__ = ["RenderedPage", "encode_png", "render_page", "render_region"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,29 @@ def render_page(page: pymupdf.Page, *, dpi: int = 144, max_pixels: int = 6_000_0
         height_pt=rect.height,
         x0=rect.x0,
         y0=rect.y0,
+    )
+
+
+def render_region(
+    page: pymupdf.Page, box: Box, *, dpi: int = 144, max_pixels: int = 6_000_000
+) -> RenderedPage:
+    """`box` (displayed-page points) of the page alone as RGB PNG, scaled down to fit the cap;
+    `x0`/`y0` and the size in points are the box's, so boxes on the image map back onto the page."""
+    x0, y0, x1, y1 = box
+    zoom = capped_zoom(x1 - x0, y1 - y0, dpi, max_pixels)
+    rect = page.rect
+    clip = pymupdf.Rect(x0 + rect.x0, y0 + rect.y0, x1 + rect.x0, y1 + rect.y0)
+    pix = page.get_pixmap(
+        matrix=pymupdf.Matrix(zoom, zoom), clip=clip, alpha=False, colorspace=pymupdf.csRGB
+    )
+    return RenderedPage(
+        png=encode_png(pix.width, pix.height, pix.samples, pix.stride),
+        width_px=pix.width,
+        height_px=pix.height,
+        width_pt=x1 - x0,
+        height_pt=y1 - y0,
+        x0=x0,
+        y0=y0,
     )
 
 

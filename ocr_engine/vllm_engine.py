@@ -14,6 +14,7 @@ the engine at import time needs the usual ``if __name__ == "__main__":`` guard.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import random
 import threading
@@ -24,14 +25,17 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import httpx
+import pymupdf
 
 from ocr_engine.deepseek import detect_repetition, profile_for
 from ocr_engine.engine import PageWindow
-from ocr_engine.errors import BadInputError, EngineOutputError
+from ocr_engine.errors import BadInputError, EngineOutputError, EngineUnavailableError
+from ocr_engine.geometry import Box
 from ocr_engine.options import VLLMOptions
 from ocr_engine.pdf import open_pdf
-from ocr_engine.render_pool import BodyBuilder, PageRequest, RenderPool, SourceDocument
-from ocr_engine.schema import EngineInfo, Page, PageError, PageStatus
+from ocr_engine.render import render_region
+from ocr_engine.render_pool import BodyBuilder, RenderPool, SourceDocument
+from ocr_engine.schema import EngineInfo, Line, Page, PageError, PageStatus
 from ocr_engine.vllm_request import request_body, strict_body
 
 __all__ = ["ENGINE_NAME", "RunStats", "VLLMEngine"]
@@ -101,17 +105,24 @@ class _Endpoints:
 
 
 @dataclass(slots=True)
+class _Session:
+    """Requests of one call: the client, the bound on requests in flight, what they did."""
+
+    client: httpx.AsyncClient
+    in_flight: asyncio.Semaphore
+    stats: RunStats
+    unreachable: str | None = None
+
+
+@dataclass(slots=True)
 class _Run:
     """The state of one `read_pages` call."""
 
-    client: httpx.AsyncClient
+    session: _Session
     pool: RenderPool
     source: SourceDocument
     build_body: BodyBuilder
-    in_flight: asyncio.Semaphore
     window: asyncio.Semaphore
-    stats: RunStats
-    unreachable: str | None = None
 
 
 class VLLMEngine:
@@ -202,27 +213,16 @@ class VLLMEngine:
         options = self.options
         started = time.monotonic()
         lookahead = max(4, 2 * options.render_workers)
-        timeout = httpx.Timeout(options.read_timeout_s, connect=options.connect_timeout_s)
-        limits = httpx.Limits(
-            max_connections=options.max_in_flight, max_keepalive_connections=options.max_in_flight
-        )
-        headers = {"content-type": "application/json"}
-        if options.api_key:
-            headers["authorization"] = f"Bearer {options.api_key}"
         pool = self._render_pool()
         try:
-            async with httpx.AsyncClient(
-                transport=self._transport, timeout=timeout, limits=limits, headers=headers
-            ) as client:
+            async with self._client() as client:
                 with pool.document(pdf, password) as source:
                     run = _Run(
-                        client=client,
+                        session=_Session(client, asyncio.Semaphore(options.max_in_flight), stats),
                         pool=pool,
                         source=source,
                         build_body=partial(request_body, self.profile, options),
-                        in_flight=asyncio.Semaphore(options.max_in_flight),
                         window=asyncio.Semaphore(options.max_in_flight + lookahead),
-                        stats=stats,
                     )
                     try:
                         async with asyncio.TaskGroup() as group:
@@ -246,6 +246,68 @@ class VLLMEngine:
             len(failed),
         )
         return pages
+
+    def _client(self) -> httpx.AsyncClient:
+        options = self.options
+        timeout = httpx.Timeout(options.read_timeout_s, connect=options.connect_timeout_s)
+        limits = httpx.Limits(
+            max_connections=options.max_in_flight, max_keepalive_connections=options.max_in_flight
+        )
+        headers = {"content-type": "application/json"}
+        if options.api_key:
+            headers["authorization"] = f"Bearer {options.api_key}"
+        return httpx.AsyncClient(
+            transport=self._transport, timeout=timeout, limits=limits, headers=headers
+        )
+
+    def read_region(self, page: pymupdf.Page, box: Box) -> list[Line]:
+        """The lines inside `box` (displayed-page points) of `page`, rendered alone at the
+        engine's dpi under its pixel cap and read by the endpoint, in the model's order.
+        Raises `EngineUnavailableError` (endpoint down, timeouts) or `EngineOutputError`."""
+        try:
+            shown = render_region(
+                page, box, dpi=self.options.dpi, max_pixels=self.options.max_pixels
+            )
+        except Exception as exc:
+            raise EngineOutputError(f"the region cannot be rendered: {exc}") from exc
+        url = "data:image/png;base64," + base64.b64encode(shown.png).decode()
+        body = request_body(self.profile, self.options, url, shown.width_px, shown.height_px)
+        number = page.number + 1
+        try:
+            content = asyncio.run(self._region(body, number))
+            blocks = self.profile.parser(
+                content,
+                width=shown.width_pt,
+                height=shown.height_pt,
+                page_number=number,
+                x0=shown.x0,
+                y0=shown.y0,
+            )
+        except _Failure as failure:
+            unavailable = failure.code in ("endpoint_unavailable", "timeout", "http_error")
+            error = EngineUnavailableError if unavailable else EngineOutputError
+            raise error(f"{failure.code}: {failure.message}") from failure
+        lines = [ln for b in blocks for ln in (b.lines or [Line(text=b.text, bbox=b.bbox)])]
+        return [ln for ln in lines if any(c.isalnum() for c in ln.text)]
+
+    async def _region(self, body: bytes, number: int) -> str:
+        async with self._client() as client:
+            session = _Session(client, asyncio.Semaphore(1), RunStats(pages=1))
+            return await self._ask(session, body, number)
+
+    async def _ask(self, session: _Session, body: bytes, number: int) -> str:
+        """The model's answer to `body`, asked again with the strict guard when cut or looping."""
+        strict = False
+        while True:
+            content, finish = await self._complete(session, body, number, strict)
+            problem = self._problem(content, finish)
+            if problem is None:
+                return content
+            if strict:
+                raise _Failure(*problem)
+            log.info("page %d: %s; asking again with the strict guard", number, problem[1])
+            session.stats.strict_retries += 1
+            strict = True
 
     def _page_sizes(
         self, pdf: bytes, password: str | None, numbers: list[int]
@@ -276,7 +338,8 @@ class VLLMEngine:
         try:
             page = await self._read(run, number)
         except _Failure as failure:
-            run.stats.failed[failure.code] = run.stats.failed.get(failure.code, 0) + 1
+            failed = run.session.stats.failed
+            failed[failure.code] = failed.get(failure.code, 0) + 1
             log.warning("page %d failed (%s): %s", number, failure.code, failure.message)
             width, height, rotation = size
             page = Page(
@@ -294,7 +357,7 @@ class VLLMEngine:
 
     async def _read(self, run: _Run, number: int) -> Page:
         async with run.window:
-            self._check_reachable(run)
+            self._check_reachable(run.session)
             try:
                 rendered = await run.pool.render(
                     run.source,
@@ -305,19 +368,9 @@ class VLLMEngine:
                 )
             except Exception as exc:
                 raise _Failure("render_failed", f"{type(exc).__name__}: {exc}") from exc
-            run.stats.render_cpu_s += rendered.render_cpu_s
-            run.stats.encode_cpu_s += rendered.encode_cpu_s
-            strict = False
-            while True:
-                content, finish = await self._complete(run, rendered, strict)
-                problem = self._problem(content, finish)
-                if problem is None:
-                    break
-                if strict:
-                    raise _Failure(*problem)
-                log.info("page %d: %s; asking again with the strict guard", number, problem[1])
-                run.stats.strict_retries += 1
-                strict = True
+            run.session.stats.render_cpu_s += rendered.render_cpu_s
+            run.session.stats.encode_cpu_s += rendered.encode_cpu_s
+            content = await self._ask(run.session, rendered.body, number)
         started = time.thread_time()
         try:
             blocks = self.profile.parser(
@@ -331,7 +384,7 @@ class VLLMEngine:
         except EngineOutputError as exc:
             raise _Failure("bad_output", str(exc)) from exc
         finally:
-            run.stats.parse_cpu_s += time.thread_time() - started
+            run.session.stats.parse_cpu_s += time.thread_time() - started
         return Page(
             number=number,
             width=rendered.width,
@@ -352,13 +405,15 @@ class VLLMEngine:
         return None
 
     @staticmethod
-    def _check_reachable(run: _Run) -> None:
+    def _check_reachable(run: _Session) -> None:
         if run.unreachable is not None:
             raise _Failure("endpoint_unavailable", f"not sent: {run.unreachable}")
 
-    async def _complete(self, run: _Run, rendered: PageRequest, strict: bool) -> tuple[str, str]:
+    async def _complete(
+        self, run: _Session, body: bytes, number: int, strict: bool
+    ) -> tuple[str, str]:
         """The model's text and finish reason, retrying transient failures with backoff."""
-        body = strict_body(rendered.body, self.options) if strict else rendered.body
+        body = strict_body(body, self.options) if strict else body
         failures = 0
         while True:
             try:
@@ -377,10 +432,10 @@ class VLLMEngine:
                     _MAX_BACKOFF_S,
                     self.options.backoff_s * 2 ** (failures - 1) * random.uniform(0.5, 1.5),
                 )
-                log.debug("page %d: %s; retrying in %.2fs", rendered.number, exc.message, delay)
+                log.debug("page %d: %s; retrying in %.2fs", number, exc.message, delay)
                 await asyncio.sleep(delay)
 
-    async def _post(self, run: _Run, body: bytes) -> httpx.Response:
+    async def _post(self, run: _Session, body: bytes) -> httpx.Response:
         """One attempt: each endpoint in turn until one accepts the connection."""
         refused = []
         for url in self._endpoints.order():

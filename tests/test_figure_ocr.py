@@ -18,11 +18,14 @@ from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.rapid_engine import RapidOCREngine
 from ocr_engine.reader import PageReader
+from ocr_engine.render import render_region
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.schema import QueryRequest
 from server.services import build_services
 from server.settings import Settings
 from tests.fakes import HashEmbedder
+from tests.loopback import closed_port_url
+from tests.ocr_simulator import OcrSimulator
 
 CHART_BOX = (72.0, 130.0, 522.0, 430.0)
 LOGO_BOX = (480.0, 20.0, 540.0, 60.0)
@@ -199,3 +202,40 @@ def test_a_read_figure_comes_from_the_cache_the_second_time() -> None:
     assert len(keys) == 1 and "rapidocr" in keys[0] and first_engine.regions == 1
     again = _read(ExtractOptions(), engines=[second_engine, PyMuPDFEngine()], cache=cache)
     assert second_engine.regions == 0 and again == first
+
+
+def _vllm(url: str, **cpu: object) -> ExtractOptions:
+    fast = {"backoff_s": 0.01, "retries": 1, "connect_timeout_s": 2.0, "read_timeout_s": 30.0}
+    return ExtractOptions.model_validate({"vllm": {"urls": [url], **fast}, "cpu": cpu})
+
+
+def test_the_vllm_engine_reads_a_figure_through_the_endpoint() -> None:
+    options = _vllm("http://127.0.0.1:1", enabled=False)
+    assert options.vllm is not None
+    with pymupdf.open(stream=chart_pdf(), filetype="pdf") as pdf:
+        region = render_region(
+            pdf[0], CHART_BOX, dpi=options.vllm.dpi, max_pixels=options.vllm.max_pixels
+        )
+    output = (
+        "<|ref|>text<|/ref|><|det|>[[40, 20, 500, 90]]<|/det|>\nQuarterly Widget Sales\n"
+        "<|ref|>text<|/ref|><|det|>[[666, 890, 800, 960]]<|/det|>\nTundra\n"
+    )
+    with OcrSimulator() as sim:
+        sim.register_image(region.png, output)
+        page = _read(_vllm(sim.url, enabled=False))
+    chart = _figure(page, CHART_BOX)
+    assert chart.engine is not None and chart.engine.name == "vllm" and not page.errors
+    assert [line.text for line in chart.lines] == ["Quarterly Widget Sales", "Tundra"]
+    tundra = chart.lines[1].bbox  # the model's 0..999 grid over the region, in page points
+    width, height = CHART_BOX[2] - CHART_BOX[0], CHART_BOX[3] - CHART_BOX[1]
+    assert tundra[0] == pytest.approx(CHART_BOX[0] + 666 / 999 * width, abs=0.5)
+    assert tundra[3] == pytest.approx(CHART_BOX[1] + 960 / 999 * height, abs=0.5)
+
+
+def test_a_dead_endpoint_leaves_the_figure_to_the_cpu_engine() -> None:
+    page = _read(_vllm(closed_port_url()))
+    chart = _figure(page, CHART_BOX)
+    assert page.status == "ok" and chart.engine is not None and chart.engine.name == "rapidocr"
+    assert "Tundra" in [line.text for line in chart.lines]
+    (error,) = page.errors
+    assert error.code == "figure_ocr_failed" and "(vllm)" in error.message
