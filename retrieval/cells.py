@@ -3,11 +3,12 @@ headers and a value, written in words ("Net sales, 2023: 14,694 (in millions)"),
 each cell in the document JSON.
 
 A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a separator row
-(`| --- |`) are its header (without one, the first row is). A body row's first non-numeric cell
-is its label; each of its other cells holding a digit is a candidate, with the header texts of its
-column (an empty cell of an upper header row takes the nearest header on its left, as a spanning
-header is written in its first column). The unit is the first parenthesis of the table's header
-or caption lines that names one ("(in millions)", "(Dollars in millions)").
+(`| --- |`) are its header (without one, the leading rows whose numbers are all dates or periods,
+at most three: a table whose first row is already figures has no header). A body row's first
+non-numeric cell is its label; each of its other cells holding a digit is a candidate, with the
+header texts of its column (an empty cell of an upper header row takes the nearest header on its
+left, as a spanning header is written in its first column). The unit is the first parenthesis of
+the table's header or caption lines that names one ("(in millions)", "(Dollars in millions)").
 """
 
 from __future__ import annotations
@@ -31,6 +32,19 @@ _UNIT = re.compile(r"\(([^()]*\b(?:millions?|thousands?|billions?|percent)\b[^()
 _NUMERIC = re.compile(r"^[\s$€£(+\-–—]*\d[\d.,]*\s*%?\)?\s*$")
 _YEAR = re.compile(r"(?<!\d)(?:FY\s?|fiscal\s(?:year\s)?)?((?:19|20)\d{2})(?!\d)", re.I)
 _SHORT_FY = re.compile(r"\bFY\s?'?(\d{2})\b", re.I)
+_PERIOD_NUMBERS = re.compile(
+    r"(?<!\d)(?:19|20)\d{2}(?!\d)|\bQ[1-4]\b|\b(?:FY|H[12])\s?'?\d{2}\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
+    r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+    r"|\b(?:three|six|nine|twelve|3|6|9|12|13|26|39|52|53)\s+(?:months|weeks)\b",
+    re.I,
+)
+_MAX_HEADER_ROWS = 3
+
+
+def _is_header_row(cells: list[str]) -> bool:
+    """No figure but dates and periods: a row of column headings."""
+    return not any(ch.isdigit() for ch in _PERIOD_NUMBERS.sub("", " ".join(cells)))
 
 
 @dataclass(frozen=True)
@@ -96,7 +110,12 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         (k for k, (_, cells) in enumerate(rows) if all(_SEPARATOR.match(c) for c in cells if c)),
         None,
     )
-    n_header = separator if separator is not None else 1
+    if separator is None:
+        leading = [_is_header_row(cells) for _, cells in rows[:_MAX_HEADER_ROWS]]
+        n_header = leading.index(False) if False in leading else len(leading)
+        n_header = min(n_header, len(rows) - 1)
+    else:
+        n_header = separator
     header_rows = [cells for _, cells in rows[:n_header]]
     headers = _headers(header_rows, n_cols)
     found = _UNIT.search(" ".join(other + [" ".join(c) for c in header_rows]))

@@ -134,3 +134,46 @@ def test_without_the_document_a_cell_is_boxed_by_its_row() -> None:
     row = next(ln for ln in chunk.lines if "66,608" in chunk.text[ln.start : ln.end])
     assert answer.citations[0].bbox == row.bbox
     assert answer.citations[0].quote == "Total revenues, 2022: 66,608 (Dollars in millions)"
+
+
+def _rows_chunk(rows: list[str]) -> Chunk:
+    from retrieval.schema import ChunkLine, Region
+
+    text = "\n".join(rows)
+    lines, start = [], 0
+    for i, row in enumerate(rows):
+        box = (72.0, 100.0 + 14 * i, 500.0, 112.0 + 14 * i)
+        lines.append(ChunkLine(page=1, bbox=box, start=start, end=start + len(row)))
+        start += len(row) + 1
+    region = Region(page=1, bbox=(72.0, 100.0, 500.0, 112.0 + 14 * len(rows)))
+    return Chunk(
+        chunk_id="c0000",
+        doc_id="s" * 64,
+        source="sales.pdf",
+        kind="table",
+        text=text,
+        embed_text=text,
+        regions=[region],
+        lines=lines,
+    )
+
+
+def test_a_table_whose_first_row_is_figures_has_no_header() -> None:
+    """The first row of a table is its header only when its numbers are dates or periods: a
+    row of figures is read as a row, and lends no '$ 542' heading to the rows below it."""
+    chunk = _rows_chunk(
+        [
+            "| Net sales - external | $ 542 | $ 600 |",
+            "| Net sales - to subsidiaries | 3 | 4 |",
+            "| Total net sales | 545 | 604 |",
+        ]
+    )
+    texts = [c.text for c in table_cells(chunk)]
+    assert "Net sales - external: $ 542" in texts
+    assert "Total net sales: 545" in texts and "Total net sales: 604" in texts
+    assert not any("542" in t and "Total" in t for t in texts)
+    headed = _rows_chunk(["| | Q2 2023 | June 30, 2022 |", "| Total net sales | 545 | 604 |"])
+    assert [c.text for c in table_cells(headed)] == [
+        "Total net sales, Q2 2023: 545",
+        "Total net sales, June 30, 2022: 604",
+    ]
