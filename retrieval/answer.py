@@ -69,7 +69,9 @@ class AnswerOptions:
     request's page filter) while any sentence is; `following` gives the chunks after a chunk in
     its document (a store lookup), for a lead-in whose table is not among the hits; below
     `min_support` (the best pooled sentence's similarity to the question) there is no answer;
-    with `cells`, table rows are read as cells, boxed by `cell_box` (else by their row)."""
+    with `cells`, table rows are read as cells, boxed by `cell_box` (else by their row);
+    `name_terms` (stems of the words the question names its documents by) lend no support, since
+    every page of those documents carries them (a signature block would win on them)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -78,6 +80,7 @@ class AnswerOptions:
     following: Callable[[Chunk], Sequence[Chunk]] | None = None
     cells: bool = True
     cell_box: CellBox | None = None
+    name_terms: frozenset[str] = frozenset()
 
 
 class Answer(NamedTuple):
@@ -167,9 +170,16 @@ def _on_pages(chunk: Chunk, start: int, end: int, low: int | None, high: int | N
     return not on or any((low or p) <= p <= (high or p) for p in on)
 
 
-def _rank(question: str, hits: Sequence[ScoredChunk], sentences: list[_Sentence]) -> list[float]:
-    """Support of each sentence: IDF-weighted share of the question terms, times the hit weight."""
-    wanted = set(stems(question)) or set(stems(question, keep_stopwords=True))
+def _rank(
+    question: str,
+    hits: Sequence[ScoredChunk],
+    sentences: list[_Sentence],
+    ignored: frozenset[str] = frozenset(),
+) -> list[float]:
+    """Support of each sentence: IDF-weighted share of the question terms (but `ignored`),
+    times the hit weight."""
+    wanted = (set(stems(question)) - ignored) or set(stems(question))
+    wanted = wanted or set(stems(question, keep_stopwords=True))
     if not wanted or not sentences:
         return [0.0] * len(sentences)
     df = Counter(t for s in sentences for t in s.terms & wanted)
@@ -392,7 +402,8 @@ def extractive_answer(
     if not sentences:
         return Answer(None, [], 0.0 if embedder is not None else None)
     meet = _meet(question, sentences) if options.cells else [1.0] * len(sentences)
-    scores = [v * m for v, m in zip(_rank(question, top, sentences), meet, strict=True)]
+    ranked = _rank(question, top, sentences, options.name_terms)
+    scores = [v * m for v, m in zip(ranked, meet, strict=True)]
     support: float | None = None
     if embedder is None:
         chosen = _select(sentences, scores, max_sentences)

@@ -33,6 +33,7 @@ from retrieval.schema import (
     SearchFilter,
 )
 from retrieval.store import VectorStore
+from retrieval.text_terms import stems
 
 __all__ = [
     "InvalidQueryError",
@@ -262,7 +263,17 @@ class Retriever:
             cell_box=self.cell_box,
             pages=(req.page_from, req.page_to),
             following=self.following,
+            name_terms=self._name_terms(req),
         )
+
+    def _name_terms(self, req: QueryRequest) -> frozenset[str]:
+        """Stems of the words by which the question names the documents it is about."""
+        if self.names is None or req.doc_ids:
+            return frozenset()
+        doc_ids, rest = self.names.match(req.question)
+        if not doc_ids:
+            return frozenset()
+        return frozenset(stems(req.question)) - frozenset(stems(rest))
 
     def following(self, chunk: Chunk) -> list[Chunk]:
         """The few chunks after `chunk` in its document, from the store."""
