@@ -9,7 +9,9 @@ every card (organisation · kind · period, title, aliases), and for FinanceBenc
 the right organisation (one of the card's aliases is, or begins with, the file name's company, or
 the organisation run together does), kind (10K annual report, 10Q quarterly, 8K current report or
 earnings release, EARNINGS earnings release), year (the file name's year among the card's years)
-and quarter.
+and quarter. Then which documents each question names (`NamedDocuments`, before the search's
+agreement check): by file names alone (as before cards), by real names and cards, and by opaque
+names and cards, counted as the gold document alone, the gold among others, none, or others.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from eval.retrieval_data import load_corpus
+from eval.retrieval_data import Corpus, load_corpus
 from ingest.cards import CARD_PAGES, document_card
 from ocr_engine.extract import iter_pages
 from ocr_engine.furniture import FurnitureMarker
@@ -30,6 +32,7 @@ from ocr_engine.pdf import open_pdf
 from ocr_engine.reader import PageReader
 from ocr_engine.schema import Document
 from retrieval.doc_card import DocKind, DocumentCard, card_line
+from retrieval.doc_names import Named, NamedDocuments
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -76,6 +79,33 @@ def _org_ok(card: DocumentCard, company: str) -> bool:
     return run.startswith(want) or any(a == want or a.startswith(want) for a in card.aliases)
 
 
+def _routing(corpus: Corpus, cards: dict[str, DocumentCard]) -> None:
+    """How the questions name documents, with and without the cards and the file names."""
+    stems = sorted(cards)
+    ways: dict[str, dict[str, str | Named]] = {
+        "file names alone": {s: f"{s}.pdf" for s in stems},
+        "real names and cards": {s: Named(f"{s}.pdf", cards[s]) for s in stems},
+        "opaque names and cards": {
+            s: Named(f"doc_{i:04d}.pdf", cards[s]) for i, s in enumerate(stems, 1)
+        },
+    }
+    print("\n| questions name | gold alone | gold among others | none | others only |")
+    print("|---|---:|---:|---:|---:|")
+    for label, named in ways.items():
+        names = NamedDocuments(lambda named=named: named)  # type: ignore[misc]
+        counts: Counter[str] = Counter()
+        for case in corpus.cases:
+            found = set(names.match(case.question).doc_ids)
+            gold = found & case.docs
+            kind = (
+                "none" if not found else "alone" if gold == found else "among" if gold else "other"
+            )
+            counts[kind] += 1
+        row = " | ".join(str(counts[k]) for k in ("alone", "among", "none", "other"))
+        print(f"| {label} | {row} |")
+    print(f"({len(corpus.cases)} questions)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -93,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         tally: Counter[str] = Counter()
         print(f"\n## {name}: {len(corpus.pdfs)} PDFs\n")
+        cards: dict[str, DocumentCard] = {}
         for i, pdf in enumerate(corpus.pdfs, 1):
-            card = read_card(pdf, f"doc_{i:04d}.pdf")
+            card = cards[pdf.stem] = read_card(pdf, f"doc_{i:04d}.pdf")
             print(
                 f"- {pdf.name}: {card_line(card)} | title {card.title!r} | {card.language} | "
                 f"aliases {card.aliases}"
@@ -120,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  MISS {', '.join(misses)}")
         n = len(corpus.pdfs)
         print(f"\n{name}: {n} cards in {time.perf_counter() - started:.0f} s")
+        _routing(corpus, cards)
         if name == "financebench":
             q_ok, q_n = tally["quarter"], tally["quarters"]
             print(

@@ -402,14 +402,19 @@ class _Reading:
     # aliases ------------------------------------------------------------------------------------
 
     def _aliases(self, card: DocumentCard) -> list[str]:
-        """Words that name the document: its organisation's (alone, run together, initials), its
-        title's capitalised words and its file name's, less those its text writes in lower case."""
+        """Words that name the document: its organisation's (run together, as initials, alone when
+        one word or in capitals), a short title's capitalised words and its file name's, less the
+        words its text writes in lower case."""
         candidates: set[str] = set()
         runs: set[str] = set()
         if card.organisation:
-            words = [_bare(w) for w in _TOKEN.findall(card.organisation)]
-            named = [w for w in words if w and w not in _LEGAL and w not in STOPWORDS]
-            candidates.update(named)
+            tokens = [(t, _bare(t)) for t in _TOKEN.findall(card.organisation)]
+            kept = [(t, w) for t, w in tokens if w and w not in _LEGAL and w not in STOPWORDS]
+            named = [w for _, w in kept]
+            # a word alone names it when it is the whole name or written in capitals ("MGM"):
+            # "Best" or "Resorts" alone would name it only in the filings that never write them
+            # in lower case, and documents of one organisation must be named alike
+            candidates.update(w for t, w in kept if len(kept) == 1 or t.isupper() or _mixed(w))
             runs.update("".join(named[:k]) for k in range(2, len(named) + 1))
             initials = "".join(w[0] for w in named)
             if len(initials) >= 3 and initials.isalpha():

@@ -83,11 +83,11 @@ class DocumentCard(BaseModel):
 
     @property
     def years(self) -> set[str]:
-        """The years the document covers, as digits."""
-        found = {str(self.year)} if self.year else set()
-        if self.period_end is not None:
-            found.add(str(self.period_end.year))
-        return found
+        """The (fiscal) year the document covers, as digits: a December quarter of fiscal 2023
+        is 2023 only, so a question of FY2022 and FY2023 does not favour it over the 10-K."""
+        if self.year:
+            return {str(self.year)}
+        return {str(self.period_end.year)} if self.period_end is not None else set()
 
 
 def _period(card: DocumentCard) -> str:
