@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "load": "eval.load",
     "mmlongbench_ocr": "eval.mmlongbench_ocr",
     "query_latency": "eval.query_latency",
+    "answer_latency": "eval.answer_latency",
     "rerank_quality": "eval.rerank_quality",
     "retrieval": "eval.retrieval",
 }

@@ -25,11 +25,13 @@ from retrieval.index_meta import (
 )
 from retrieval.rerank import HttpReranker, build_reranker
 from retrieval.search import Retriever
+from retrieval.sentence_cache import RememberingEmbedder
 from retrieval.store import VectorStore
 from server.datadir import DataDirLock
 from server.settings import Settings
 
 VLLM_WAVES_PER_WINDOW = 8
+SENTENCE_CACHE_FILE = "sentence_cache.sqlite3"
 
 
 @dataclass
@@ -54,6 +56,9 @@ class Services:
                 self.embedder.close()
             if isinstance(self.retriever.reranker, HttpReranker):
                 self.retriever.reranker.close()
+            remembering = self.retriever.embedder
+            if isinstance(remembering, RememberingEmbedder) and remembering.cache is not None:
+                remembering.cache.close()
         finally:
             self.lock.release()
 
@@ -121,10 +126,13 @@ def build_retriever(
 ) -> Retriever:
     """The one search of a running folio: what `POST /query`, `folio query`, MCP and LlamaIndex's
     `FolioRetriever` all use (documents a question names come from the ledger; table cells
-    cited by their boxes in the documents' JSON, given `files`; re-ranked as FOLIO_RERANK says)."""
+    cited by their boxes in the documents' JSON, given `files`; re-ranked as FOLIO_RERANK says;
+    answer sentences' vectors kept in DATA_DIR/sentence_cache.sqlite3, the last questions' in
+    memory)."""
     rerank = settings.rerank_options()
+    cache = EmbeddingCache(settings.data_dir / SENTENCE_CACHE_FILE)
     return Retriever(
-        embedder,
+        RememberingEmbedder(embedder, cache),
         store,
         names=NamedDocuments(ledger.named),
         dense_sentences=settings.answer_dense_sentences,

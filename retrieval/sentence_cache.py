@@ -1,0 +1,87 @@
+"""An embedder that remembers, for the query path: the vectors of the texts it embedded (answer
+sentences, by model and text, in a persistent cache) and of the last questions (in memory).
+
+A query embeds its question for the search and again for the answer, and the extractive answer
+embeds up to a dozen candidate sentences; on 2 CPU cores each forward pass costs tens of
+milliseconds. The same sentences come back for other questions on the same pages, and the
+vectors are the model's own, so answers are the same as without it (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from retrieval.embedder import Embedder
+
+__all__ = ["RememberingEmbedder", "VectorCache"]
+
+
+class VectorCache(Protocol):
+    """float32 vectors by (model, text) (`ingest.embed_cache.EmbeddingCache` is one)."""
+
+    def get(self, model: str, texts: Sequence[str], dim: int) -> dict[int, np.ndarray]: ...
+
+    def put(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class RememberingEmbedder:
+    """`inner`, with the vectors of embedded texts kept in `cache` and those of the last
+    `questions` questions in memory."""
+
+    def __init__(self, inner: Embedder, cache: VectorCache | None, *, questions: int = 256) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.questions = questions
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def max_tokens(self) -> int:
+        return self.inner.max_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The question's vector, from memory when it was asked lately."""
+        with self._lock:
+            if (found := self._recent.get(text)) is not None:
+                self._recent.move_to_end(text)
+                return found
+        vector = self.inner.embed_query(text)
+        vector.setflags(write=False)
+        with self._lock:
+            self._recent[text] = vector
+            while len(self._recent) > self.questions:
+                self._recent.popitem(last=False)
+        return vector
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """The texts' vectors: cached ones read, the others embedded and cached."""
+        if self.cache is None or not texts:
+            return self.inner.embed_documents(texts)
+        found = self.cache.get(self.name, texts, self.dim)
+        missing = [i for i in range(len(texts)) if i not in found]
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, vector in found.items():
+            vectors[i] = vector
+        if missing:
+            new = self.inner.embed_documents([texts[i] for i in missing])
+            vectors[missing] = new
+            self.cache.put(self.name, [texts[i] for i in missing], new)
+        return vectors
