@@ -13,6 +13,7 @@ import argparse
 import itertools
 import json
 import os
+import random
 import tempfile
 import threading
 import time
@@ -33,13 +34,42 @@ from tests.ocr_simulator import OcrSimulator
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+WORDS = [
+    "revenue",
+    "margin",
+    "ledger",
+    "harbour",
+    "volcano",
+    "bakery",
+    "invoice",
+    "quarter",
+    "audit",
+    "freight",
+    "pension",
+    "tariff",
+    "cobalt",
+    "meadow",
+    "lantern",
+    "orchard",
+    "granite",
+    "compass",
+    "saffron",
+    "glacier",
+    "beacon",
+    "thimble",
+    "walnut",
+]
+
+
 def scan(pages: int) -> tuple[bytes, bytes]:
     """(an image-only PDF, the text PDF it was rendered from)."""
     text = pymupdf.open()
     for i in range(pages):
         page = text.new_page(width=612, height=792)
         page.insert_text((72, 72), f"Section {i + 1}", fontsize=16, fontname="hebo")
-        page.insert_textbox(pymupdf.Rect(72, 100, 540, 400), f"Paragraph of page {i + 1}. " * 25)
+        pick = random.Random(i)
+        words = [pick.choice(WORDS) for _ in range(160)]
+        page.insert_textbox(pymupdf.Rect(72, 100, 540, 500), f"Page {i + 1}: " + " ".join(words))
     out = pymupdf.open()
     for page in text:
         pix = page.get_pixmap(dpi=144, alpha=False)
@@ -56,8 +86,12 @@ def _arrivals(base: str, pdf: bytes, limit: int | None) -> list[tuple[int, float
         httpx.Client(base_url=base, timeout=None) as client,
         client.stream("POST", "/extract", files={"file": ("scan.pdf", pdf)}) as stream,
     ):
+        if stream.status_code != 200:
+            raise RuntimeError(f"/extract answered {stream.status_code}: {stream.read()!r}")
         kind = ""
         for line in stream.iter_lines():
+            if kind == "error" and line.startswith("data: "):
+                raise RuntimeError(f"/extract stream ended in error: {line}")
             if line.startswith("event: "):
                 kind = line[7:]
             elif line.startswith("data: ") and kind == "page":

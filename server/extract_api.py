@@ -11,6 +11,7 @@ here (documents' through `retrieval.links`), never by the web page.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import json
 import shutil
@@ -137,6 +138,7 @@ def _held() -> _Held:
     with _held_lock:
         if not _HELD:
             _HELD.append(_Held())
+            atexit.register(_HELD[0].close)
         return _HELD[0]
 
 

@@ -96,7 +96,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         )
         keys = sim.register_pdf(image_to_pdf(tiff, "scan.tiff"), text_source=letters)
         sim.add_fault(Fault.garbage, key=keys[2], times=None)
-        settings = Settings(data_dir=root / "data", ocr=OcrMode.auto, ocr_url=[sim.url])
+        settings = Settings(
+            data_dir=root / "data", ocr=OcrMode.auto, ocr_url=[sim.url], extract_processes=0
+        )
         services = build_services(settings, embedder=HashEmbedder())
         app = create_app(services, watch=False)
         no_cpu = ExtractOptions(
@@ -188,4 +190,16 @@ def test_cards_appear_one_by_one_with_boxes_on_the_text(
     )
     page.screenshot(path=str(shots / "cards-viewer.png"))
     assert served["services"].ledger.count() == before
+
+    page.keyboard.press("Escape")
+    page.set_input_files("#file-input", str(served["files"]["png"]))  # indexed this time
+    row = page.wait_for_selector("li.doc[data-status='ok']", timeout=SLOW_MS)
+    row.query_selector(".card-details summary").click()
+    card = page.wait_for_selector(".card-box li.card[data-status='ok']", timeout=SLOW_MS)
+    page.wait_for_function(
+        "document.querySelector('.card-box img.thumb-img')?.naturalWidth > 0", timeout=SLOW_MS
+    )
+    ink = card.evaluate(_INK_IN_BOXES)
+    assert ink["boxes"] >= 2 and ink["inside"] / ink["dark"] > 0.9, ink
+    page.screenshot(path=str(shots / "cards-document.png"), full_page=True)
     context.close()

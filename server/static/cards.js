@@ -5,7 +5,7 @@
 // at a time as cards come into view). Every URL comes from the API.
 
 import { describe, errorFrom, getJson, imageUrl, readEvents, request } from "./api.js";
-import { el, setText } from "./dom.js";
+import { el, plural, setText } from "./dom.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -243,7 +243,7 @@ async function runExtract(form) {
         list.append(fillCard(el("li", { class: "card" }), data, context));
         setText(status, `Read ${list.children.length} of ${list.dataset.pages} pages of ${context.source}…`);
       } else if (message.event === "done") {
-        setText(status, `${context.source}: ${data.document.page_count} pages read (not indexed).`);
+        setText(status, `${context.source}: ${plural(data.document.page_count, "page")} read (not indexed).`);
         list.dataset.done = "true";
       } else if (message.event === "error") {
         setText(status, `Reading stopped: ${data.error.message}`);
