@@ -49,6 +49,11 @@ _KINDS = {
 
 def read_card(pdf: Path, opaque: str) -> DocumentCard:
     """The card ingest would give `pdf` under the name `opaque`."""
+    return document_card(read_document(pdf, opaque))
+
+
+def read_document(pdf: Path, opaque: str) -> Document:
+    """The first CARD_PAGES pages of `pdf` as ingest reads them, under the name `opaque`."""
     data = pdf.read_bytes()
     with open_pdf(data, name=opaque) as doc:
         meta = {
@@ -63,14 +68,13 @@ def read_card(pdf: Path, opaque: str) -> DocumentCard:
         for page in iter_pages(data, name=opaque, reader=reader, last=CARD_PAGES):
             pages += marker.feed([page])
     pages += marker.finish()
-    document = Document(
+    return Document(
         doc_id="0" * 64,
         source=opaque,
         page_count=count,
         pages=pages,
         metadata={k: v for k, v in meta.items() if v.strip()},
     )
-    return document_card(document)
 
 
 def _org_ok(card: DocumentCard, company: str) -> bool:
@@ -79,20 +83,23 @@ def _org_ok(card: DocumentCard, company: str) -> bool:
     return run.startswith(want) or any(a == want or a.startswith(want) for a in card.aliases)
 
 
-def _routing(corpus: Corpus, cards: dict[str, DocumentCard]) -> None:
-    """How the questions name documents, with and without the cards and the file names."""
+def _routing(
+    corpus: Corpus, named: dict[str, DocumentCard], cards: dict[str, DocumentCard]
+) -> None:
+    """How the questions name documents: by file names alone, by the cards read under the real
+    names (`named`) with those names, by the cards read under opaque names with those."""
     stems = sorted(cards)
     ways: dict[str, dict[str, str | Named]] = {
         "file names alone": {s: f"{s}.pdf" for s in stems},
-        "real names and cards": {s: Named(f"{s}.pdf", cards[s]) for s in stems},
+        "real names and cards": {s: Named(f"{s}.pdf", named[s]) for s in stems},
         "opaque names and cards": {
             s: Named(f"doc_{i:04d}.pdf", cards[s]) for i, s in enumerate(stems, 1)
         },
     }
     print("\n| questions name | gold alone | gold among others | none | others only |")
     print("|---|---:|---:|---:|---:|")
-    for label, named in ways.items():
-        names = NamedDocuments(lambda named=named: named)  # type: ignore[misc]
+    for label, way in ways.items():
+        names = NamedDocuments(lambda way=way: way)  # type: ignore[misc]
         counts: Counter[str] = Counter()
         for case in corpus.cases:
             found = set(names.match(case.question).doc_ids)
@@ -124,8 +131,11 @@ def main(argv: list[str] | None = None) -> int:
         tally: Counter[str] = Counter()
         print(f"\n## {name}: {len(corpus.pdfs)} PDFs\n")
         cards: dict[str, DocumentCard] = {}
+        named: dict[str, DocumentCard] = {}  # the same documents carded under their real names
         for i, pdf in enumerate(corpus.pdfs, 1):
-            card = cards[pdf.stem] = read_card(pdf, f"doc_{i:04d}.pdf")
+            document = read_document(pdf, f"doc_{i:04d}.pdf")
+            card = cards[pdf.stem] = document_card(document)
+            named[pdf.stem] = document_card(document.model_copy(update={"source": pdf.name}))
             print(
                 f"- {pdf.name}: {card_line(card)} | title {card.title!r} | {card.language} | "
                 f"aliases {card.aliases}"
@@ -151,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  MISS {', '.join(misses)}")
         n = len(corpus.pdfs)
         print(f"\n{name}: {n} cards in {time.perf_counter() - started:.0f} s")
-        _routing(corpus, cards)
+        _routing(corpus, named, cards)
         if name == "financebench":
             q_ok, q_n = tally["quarter"], tally["quarters"]
             print(

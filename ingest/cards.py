@@ -95,6 +95,7 @@ _MANUAL = re.compile(
 )
 _DATASHEET = re.compile(r"\b(?:data\s*sheet|datasheet|product\s+specifications?)\b", re.I)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_PROSE_WORD = re.compile(r"(?<![\w.@/])[A-Za-z][A-Za-z0-9&'’]*(?![\w&'’]|[.@/]\w)")  # no URLs
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&'’]*")
 _BAD_TITLE = re.compile(
     r"^[\d\s_./-]+$|microsoft (?:word|powerpoint)|\.(?:docx?|pptx?|pdf)\b|^untitled", re.I
@@ -202,7 +203,7 @@ class _Reading:
         self.lower: Counter[str] = Counter()
         self.upper: Counter[str] = Counter()
         for _, block in self.body:
-            for token in _TOKEN.findall(block.text):
+            for token in _PROSE_WORD.findall(block.text):
                 (self.lower if token.islower() else self.upper)[_bare(token)] += 1
 
     def _common(self, word: str) -> bool:
@@ -235,6 +236,7 @@ class _Reading:
             language=self._language(),
         )
         card.aliases = self._aliases(card)
+        card.common_words = self._common_name_words()
         return card
 
     # kind ---------------------------------------------------------------------------------------
@@ -402,19 +404,19 @@ class _Reading:
     # aliases ------------------------------------------------------------------------------------
 
     def _aliases(self, card: DocumentCard) -> list[str]:
-        """Words that name the document: its organisation's (run together, as initials, alone when
-        one word or in capitals), a short title's capitalised words and its file name's, less the
-        words its text writes in lower case."""
+        """Words that name the document by its content: its organisation's (run together, as
+        initials, alone when one word or in capitals) and a short title's capitalised words, less
+        the words its text writes in lower case."""
         candidates: set[str] = set()
         runs: set[str] = set()
         if card.organisation:
             tokens = [(t, _bare(t)) for t in _TOKEN.findall(card.organisation)]
-            kept = [(t, w) for t, w in tokens if w and w not in _LEGAL and w not in STOPWORDS]
-            named = [w for _, w in kept]
+            parts = [(t, w) for t, w in tokens if w and w not in _LEGAL and w not in STOPWORDS]
+            named = [w for _, w in parts]
             # a word alone names it when it is the whole name or written in capitals ("MGM"):
             # "Best" or "Resorts" alone would name it only in the filings that never write them
             # in lower case, and documents of one organisation must be named alike
-            candidates.update(w for t, w in kept if len(kept) == 1 or t.isupper() or _mixed(w))
+            candidates.update(w for t, w in parts if len(parts) == 1 or t.isupper() or _mixed(w))
             runs.update("".join(named[:k]) for k in range(2, len(named) + 1))
             initials = "".join(w[0] for w in named)
             if len(initials) >= 3 and initials.isalpha():
@@ -422,7 +424,6 @@ class _Reading:
         title = _TOKEN.findall(card.title or "")
         if card.form is None and len(title) <= 4:  # a name ("MMDetection"), not a headline
             candidates.update(_bare(w) for w in title if w[0].isupper())
-        candidates.update(name_words(self.source))
         kept = {
             w
             for w in candidates
@@ -436,6 +437,10 @@ class _Reading:
             and not self._common(w)
         }
         return sorted(kept | {r for r in runs if len(r) >= 3})
+
+    def _common_name_words(self) -> list[str]:
+        """The file name's words that its text writes in lower case (they name no document)."""
+        return sorted(w for w in name_words(self.source) if self._common(w))
 
 
 def _bare(word: str) -> str:

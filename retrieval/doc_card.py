@@ -78,7 +78,11 @@ class DocumentCard(BaseModel):
     aliases: list[str] = Field(
         default_factory=list,
         description="lower-case words (and runs of words written together) that name it: from "
-        "its organisation, title and file name, less the words its own text writes in lower case",
+        "its organisation and title, less the words its own text writes in lower case",
+    )
+    common_words: list[str] = Field(
+        default_factory=list,
+        description="words of its file name (when read) that its text writes in lower case",
     )
 
     @property

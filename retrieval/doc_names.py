@@ -103,7 +103,7 @@ def _names(named: str | Named) -> tuple[frozenset[str], frozenset[str]]:
     years = set(_YEAR.findall(PurePath(doc.source).stem))
     words = {w for w in name_words(doc.source) if not _VERSION.fullmatch(w)} - GENERIC_WORDS
     if doc.card is not None:
-        words = set(doc.card.aliases)  # the file name's words, less those its text writes lower
+        words = words - set(doc.card.common_words) | set(doc.card.aliases)
         years |= doc.card.years
     return frozenset(words), frozenset(years)
 
