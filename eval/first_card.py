@@ -71,7 +71,8 @@ def scan(pages: int) -> tuple[bytes, bytes]:
         words = [pick.choice(WORDS) for _ in range(160)]
         page.insert_textbox(pymupdf.Rect(72, 100, 540, 500), f"Page {i + 1}: " + " ".join(words))
     out = pymupdf.open()
-    for page in text:
+    for number in range(text.page_count):
+        page = text[number]
         pix = page.get_pixmap(dpi=144, alpha=False)
         new = out.new_page(width=page.rect.width, height=page.rect.height)
         new.insert_image(new.rect, pixmap=pix)
