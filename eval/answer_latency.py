@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[tuple[int, str], tuple[list[float], list[float]]] = {
             (r, k): ([], []) for r in range(args.rounds) for k in variants
         }
+        answers: dict[tuple[int, str], list[Any]] = {k: [] for k in times}
         for round_ in range(args.rounds):
             for i, question in enumerate(questions):
                 names = list(variants) if i % 2 == 0 else list(reversed(variants))
@@ -81,10 +82,16 @@ def main(argv: list[str] | None = None) -> int:
                     t0 = time.perf_counter()
                     hits = retriever.search(question, req.top_k, search_filter(req))
                     t1 = time.perf_counter()
-                    extractive_answer(
-                        question, hits, embedder=embedder, options=retriever.answer_options(req)
+                    answer = extractive_answer(
+                        question,
+                        hits,
+                        embedder=retriever.embedder,
+                        options=retriever.answer_options(req),
                     )
                     t2 = time.perf_counter()
+                    answers[round_, name].append(
+                        (answer.text, [(c.page, c.bbox) for c in answer.citations])
+                    )
                     times[round_, name][0].append(1e3 * (t1 - t0))
                     times[round_, name][1].append(1e3 * (t2 - t1))
         print(f"{args.dataset}: {len(questions)} questions x {args.rounds} round(s), in-process\n")
@@ -93,16 +100,23 @@ def main(argv: list[str] | None = None) -> int:
             "| ratio |\n|---|---|---:|---:|---:|---:|---:|---:|"
         )
         base = 0.0
-        for (round_, name), (search, answer) in times.items():
-            total = [a + b for a, b in zip(search, answer, strict=True)]
+        for (round_, name), (search, answering) in times.items():
+            total = [a + b for a, b in zip(search, answering, strict=True)]
             p50 = statistics.median(total)
             base = p50 if name == next(iter(variants)) else base
             print(
                 f"| {round_ + 1} | {name} | {statistics.median(search):.1f} "
-                f"| {statistics.median(answer):.1f} "
-                f"| {_pct(answer, 90):.1f} | {p50:.1f} | {_pct(total, 99):.1f} "
+                f"| {statistics.median(answering):.1f} "
+                f"| {_pct(answering, 90):.1f} | {p50:.1f} | {_pct(total, 99):.1f} "
                 f"| {p50 / base:.2f} |"
             )
+        before, after = list(variants)[:2]
+        for round_ in range(args.rounds):
+            same = sum(
+                x == y for x, y in zip(answers[round_, before], answers[round_, after], strict=True)
+            )
+            print(f"\nround {round_ + 1}: {after!r} gives the same answer and citation boxes as "
+                  f"{before!r} for {same} of {len(questions)} questions")  # fmt: skip
     finally:
         services.close()
     return 0
