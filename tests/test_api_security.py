@@ -174,7 +174,7 @@ def test_one_error_shape_for_404_405_and_unhandled_errors(guarded: ApiApp) -> No
 
 
 class _BrokenRetriever(Retriever):
-    def search(self, *args: object, **kwargs: object) -> Any:
+    def ranked(self, *args: object, **kwargs: object) -> Any:
         raise RuntimeError("secret internals /etc/folio")
 
 

@@ -94,7 +94,15 @@ def test_query_cites_the_lines_and_highlights_them(served: tuple[Services, str, 
     response = httpx.post(f"{base}/query", json={"question": "When did Kelud erupt?", "top_k": 3})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"answer", "citations", "hits", "mode", "checks", "llm_error"}
+    assert set(body) == {
+        "answer",
+        "citations",
+        "hits",
+        "mode",
+        "checks",
+        "llm_error",
+        "rerank_error",
+    }
     assert (body["mode"], body["checks"], body["llm_error"]) == ("extractive", [], None)
     assert body["hits"][0]["source"] == "volcano.pdf"
     assert body["hits"][0]["page"] == 1

@@ -186,7 +186,7 @@ def test_retriever_answers_with_cited_hits(
         assert (top.source, top.page, top.section_path) == ("annual.pdf", 1, ["People"])
         assert response.answer == "Headcount rose to 140 employees during the year. [1]"
         assert response.citations[0].bbox == top.regions[0].bbox
-        filtered = retriever.query(QueryRequest(question="employees", doc_ids=["x" * 64]))
+        filtered = retriever.query(QueryRequest(question="employees", doc_ids=["f" * 64]))
         assert filtered.hits == [] and filtered.citations == []
         with pytest.raises(InvalidQueryError):
             retriever.query(QueryRequest(question="employees", page_from=3, page_to=2))

@@ -239,7 +239,7 @@ def test_upload_ask_and_see_the_cited_region_highlighted(
     row = page.locator("li.doc", has_text="kelud report.pdf")
     expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
     expect(row.locator(".doc-progress")).to_contain_text("2 pages")
-    row.locator("summary").click()
+    row.locator("summary", has_text="Pages").first.click()
     expect(row.locator("table.pages tbody tr")).to_have_count(2)
 
     asked: list[str] = []
@@ -395,7 +395,7 @@ def test_a_scanned_page_is_cited_and_highlighted_the_same_way(
     _drop(page, "kelud scan.pdf", _scan_of(fact_pdf(*FACTS["volcano.pdf"])))
     row = page.locator("li.doc", has_text="kelud scan.pdf")
     expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
-    row.locator("summary").click()
+    row.locator("summary", has_text="Pages").first.click()
     expect(row.locator("table.pages tbody tr")).to_contain_text("rapidocr")  # read by OCR
 
     page.fill("#question", QUESTION)
