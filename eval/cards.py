@@ -11,7 +11,8 @@ the organisation run together does), kind (10K annual report, 10Q quarterly, 8K 
 earnings release, EARNINGS earnings release), year (the file name's year among the card's years)
 and quarter. Then which documents each question names (`NamedDocuments`, before the search's
 agreement check): by file names alone (as before cards), by real names and cards, and by opaque
-names and cards, counted as the gold document alone, the gold among others, none, or others.
+names and cards, counted as the gold document alone, the gold among others, none, or others;
+and the questions whose named documents the cards change (real names).
 """
 
 from __future__ import annotations
@@ -111,6 +112,12 @@ def _routing(
         row = " | ".join(str(counts[k]) for k in ("alone", "among", "none", "other"))
         print(f"| {label} | {row} |")
     print(f"({len(corpus.cases)} questions)")
+    before = NamedDocuments(lambda: ways["file names alone"])
+    after = NamedDocuments(lambda: ways["real names and cards"])
+    for case in corpus.cases:
+        was, now = before.match(case.question).doc_ids, after.match(case.question).doc_ids
+        if was != now:
+            print(f"- {case.question[:80]!r} (gold {sorted(case.docs)}): {was} -> {now}")
 
 
 def main(argv: list[str] | None = None) -> int:
