@@ -13,10 +13,10 @@ from fastapi_offline import FastAPIOffline
 from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
 from server.deps import page_renderer
-from server.extract_api import router as extract_router
 from server.mcp_server import mcp_endpoint
 from server.routes.answers import router as answers_router
 from server.routes.documents import router as documents_router
+from server.routes.extract import router as extract_router
 from server.routes.health import router as health_router
 from server.routes.ingest import router as ingest_router
 from server.routes.pages import router as pages_router

@@ -19,7 +19,7 @@ import uvicorn
 from ocr_engine.images import image_to_pdf
 from ocr_engine.options import CpuOcrOptions, ExtractOptions, OcrMode
 from server.app import create_app
-from server.extract_api import extract_options
+from server.routes.extract import extract_options
 from server.services import build_services
 from server.settings import Settings
 from tests.fakes import HashEmbedder
