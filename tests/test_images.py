@@ -162,6 +162,11 @@ def test_images_are_ingested_rendered_and_bad_ones_fail_alone(tmp_path: Path) ->
                 f"/documents/{fax_id}/pages/2/crop.png?bbox={','.join(map(str, box))}"
             )
             assert crop.status_code == 200, crop.text
+            searchable = client.get(f"/documents/{fax_id}/searchable.pdf")
+            assert searchable.status_code == 200, searchable.text
+            with pymupdf.open(stream=searchable.content, filetype="pdf") as pdf:
+                assert pdf.page_count == 3  # the frames, with their read text behind them
+                assert "Page 2" in pdf[1].get_text()
     finally:
         services.close()
 

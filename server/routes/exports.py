@@ -26,6 +26,7 @@ from ingest.passwords import PASSWORDS_FILE, PasswordBook
 from ingest.records import DocStatus, DocumentRecord, UnknownDocumentError
 from ocr_engine.docling_export import to_docling
 from ocr_engine.errors import BadInputError
+from ocr_engine.images import stored_pdf_bytes
 from ocr_engine.markdown import document_markdown
 from ocr_engine.plaintext import document_text
 from ocr_engine.schema import Document
@@ -138,7 +139,8 @@ async def document_text_export(doc_id: DocId, svc: Svc) -> StreamingResponse:
 
 
 def _searchable(svc: Services, record: DocumentRecord, document: Document) -> bytes:
-    data = svc.files.pdf_path(record.doc_id).read_bytes()
+    path = svc.files.pdf_path(record.doc_id)
+    data = stored_pdf_bytes(path) or path.read_bytes()  # an image's copy is wrapped into a PDF
     settings = svc.settings
     book = PasswordBook(settings.passwords_file or settings.data_dir / PASSWORDS_FILE)
     password = book.lookup(record.doc_id, record.paths, record.source)
