@@ -6,7 +6,7 @@ FinanceBench's dev questions are searched in folio's cached FinanceBench index (
 `python -m eval retrieval --dataset financebench`; the newest `financebench-*` directory under
 --work that holds a finished ingest is opened, so a change to the index key's sources does not
 force a new ingest), and the top 5 hits are answered by the LLM stub of the tests
-(`tests.llm_stub`, behaviour `mixed`) on loopback, through `retrieval.generate` as `/query` does.
+(`doubles.llm_stub`, behaviour `mixed`) on loopback, through `retrieval.generate` as `/query` does.
 The stub writes 3-5 sentences copied (or lightly reworded) from the numbered sources, and plants
 faults with known labels: a sentence cited to another source, a number no source holds, a number
 of the same source in place of the right one, a marker past the last source. Reported: the share
@@ -60,11 +60,11 @@ def _ratio(a: int, b: int) -> str:
 
 
 async def _run(services: Any, questions: list[str], rounds: int) -> dict[str, Any]:
+    from doubles.llm_stub import Behaviour, LlmStub
+    from doubles.llm_stub_answers import EXPECTED
     from retrieval.embedder import SentenceTransformerEmbedder
     from retrieval.generate import answer_response
     from retrieval.llm import LlmOptions
-    from tests.llm_stub import Behaviour, LlmStub
-    from tests.llm_stub_answers import EXPECTED
 
     pairs: list[tuple[str, str]] = []  # (planted kind, verdict)
     misaligned = answers = 0

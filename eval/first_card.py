@@ -23,13 +23,13 @@ import httpx
 import pymupdf
 import uvicorn
 
+from doubles.fakes import HashEmbedder
+from doubles.loopback import free_port
+from doubles.ocr_simulator import OcrSimulator
 from ocr_engine.options import OcrMode
 from server.app import create_app
 from server.services import build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
-from tests.loopback import free_port
-from tests.ocr_simulator import OcrSimulator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -154,7 +154,7 @@ def rescan(args: argparse.Namespace) -> None:
     """Scan cost by folder size: the first scan hashes every file, a re-scan only stats them."""
     import pymupdf
 
-    from tests.fakes import HashEmbedder
+    from doubles.fakes import HashEmbedder
 
     print("| files | first scan (hash all) ms | re-scan median ms | per file µs |")
     print("|---:|---:|---:|---:|")
@@ -300,7 +300,7 @@ def _processing(data_dir: Path) -> list[str]:
 
 def crash(args: argparse.Namespace) -> None:
     """`folio ingest` SIGKILLed at random moments, then run to the end; compared to a clean run."""
-    from tests.crash_driver import snapshot
+    from doubles.crash_driver import snapshot
 
     pdfs = _financebench(args.data, args.smallest)
     rng = random.Random(args.seed)

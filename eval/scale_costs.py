@@ -7,7 +7,7 @@ Reads the first N SEC 10-Q filings of docugami_sec10q with the text layer (OCR o
 CPU-ms per page (one reader, process time), chunks, embedding tokens (the model's tokenizer, of
 each chunk's embed_text) and stored bytes per point (payload JSON + float32 vector + sparse
 entries at 8 bytes), then ingests them twice into fresh data directories: MiniLM in-process, and
-MiniLM behind `tests.embed_server` (OpenAI-compatible /v1/embeddings) in another process.
+MiniLM behind `doubles.embed_server` (OpenAI-compatible /v1/embeddings) in another process.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _per_point(services: Services, pages: int) -> dict[str, float]:
 
 def _embed_server() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.embed_server", "--backend", "minilm", "--model", MODEL],
+        [sys.executable, "-m", "doubles.embed_server", "--backend", "minilm", "--model", MODEL],
         stdout=subprocess.PIPE,
         text=True,
     )

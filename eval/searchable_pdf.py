@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     filing = extract_document(pdf, source=path.name, options=ExtractOptions(ocr=OcrMode.never))
     print(json.dumps(_measure(f"{path.name} (text layer)", filing, pdf)), flush=True)
 
-    from tests.ocr_simulator import OcrSimulator  # the simulator is a test seam
+    from doubles.ocr_simulator import OcrSimulator  # the simulator is a test seam
 
     scan, text_source = _scan(pdf, args.scan_pages)
     with OcrSimulator(capacity=16) as sim:

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.ocr_simulator import _bind_loopback
+from doubles.ocr_simulator import _bind_loopback
 
 __all__ = ["RerankStub"]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from doubles.fakes import HashEmbedder
 from ingest.cards import document_card
 from ingest.pipeline import FileStatus, IngestOptions
 from ocr_engine.extract import extract_document
@@ -16,7 +17,6 @@ from ocr_engine.options import ExtractOptions, OcrMode
 from retrieval.doc_card import CARD_KIND, DocKind
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 
 NEVER = ExtractOptions(ocr=OcrMode.never)
 Line = tuple[float, str]  # font size, text

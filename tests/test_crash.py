@@ -1,6 +1,6 @@
 """SIGKILL an ingest at random moments, restart it, and end with exactly a clean run's index.
 
-Each run is `python -m tests.crash_driver` (the real services, the hash embedder) in its own
+Each run is `python -m doubles.crash_driver` (the real services, the hash embedder) in its own
 process; the reference is a run nobody kills, over the same folder, in another data directory.
 Compared: every document's ledger entry and every point id, per document, and the point total.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from doubles.crash_driver import snapshot
 from ingest.ledger import Ledger
 from ingest.records import DocStatus
 from tests.conftest import REPO_ROOT
-from tests.crash_driver import snapshot
 from tests.pdfgen import encrypted_pdf, fact_pdf, html_named_pdf
 
 KILLS_PER_PHASE = 4
@@ -63,7 +63,7 @@ def _env(mark: str) -> dict[str, str]:
 
 
 def _command(data_dir: Path, folder: Path) -> list[str]:
-    return [sys.executable, "-m", "tests.crash_driver", str(data_dir), str(folder)]
+    return [sys.executable, "-m", "doubles.crash_driver", str(data_dir), str(folder)]
 
 
 def _start(data_dir: Path, folder: Path, mark: str) -> tuple[subprocess.Popen[str], float]:

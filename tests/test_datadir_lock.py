@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from doubles.loopback import free_port
 from server.datadir import DataDirBusyError, DataDirLock, lock_holder
-from tests.loopback import free_port
 from tests.pdfgen import FACTS, fact_pdf
 
 FOLIO = [sys.executable, "-m", "server"]

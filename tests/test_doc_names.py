@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from doubles.fakes import HashEmbedder
 from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.doc_names import Named, NamedDocuments, name_words
 from retrieval.edge_store import EdgeStore
 from retrieval.schema import Chunk, ChunkLine, Region, SearchFilter
 from retrieval.search import Retriever
-from tests.fakes import HashEmbedder
 
 SOURCES = {
     "a" * 64: "3M_2018_10K.pdf",

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from doubles.loopback import sse_events
 from ocr_engine.options import OcrMode
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.loopback import sse_events
 from tests.pdfgen import FACTS, fact_pdf, html_named_pdf
 from tests.test_e2e import LiveServer
 

@@ -15,12 +15,12 @@ import uvicorn
 from PIL import Image
 from typer.testing import CliRunner
 
+from doubles.loopback import free_port
 from ocr_engine.options import OcrMode
 from server.app import create_app
 from server.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.loopback import free_port
 from tests.pdfgen import BAD_INPUTS, FACTS, fact_pdf
 
 

@@ -11,6 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from doubles.embed_server import EmbedServer
+from doubles.fakes import HashEmbedder
+from doubles.loopback import closed_port_url
 from ingest.records import DocStatus
 from ocr_engine.errors import EngineOutputError, EngineUnavailableError
 from ocr_engine.options import OcrMode
@@ -26,9 +29,6 @@ from retrieval.index_meta import EDGE_RECORD_FILE, EmbedderMismatchError
 from retrieval.qdrant_store import QdrantServerStore
 from server.services import build_services
 from server.settings import Settings
-from tests.embed_server import EmbedServer
-from tests.fakes import HashEmbedder
-from tests.loopback import closed_port_url
 from tests.pdfgen import fact_pdf
 from tests.test_edge_store import make_chunk
 

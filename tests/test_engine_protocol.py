@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pymupdf
 
+from doubles.loopback import closed_port_url
 from ocr_engine.engine import PageEngine, PageWindow
 from ocr_engine.extract import iter_pages
 from ocr_engine.options import CpuOcrOptions, ExtractOptions, OcrMode, VLLMOptions
@@ -23,7 +24,6 @@ from ocr_engine.reader import (
 )
 from ocr_engine.schema import Block, BlockType, EngineInfo, Page, PageError, PageStatus
 from ocr_engine.vllm_engine import VLLMEngine
-from tests.loopback import closed_port_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 VLLM = VLLMOptions(urls=[closed_port_url()])

@@ -10,12 +10,12 @@ import httpx
 import pytest
 from PIL import Image
 
+from doubles.fakes import HashEmbedder
+from doubles.loopback import sse_events
 from ocr_engine.options import OcrMode
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.imagegen import encode, text_image
-from tests.loopback import sse_events
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_e2e import LiveServer
 

@@ -10,6 +10,9 @@ import pymupdf
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from doubles.fakes import HashEmbedder
+from doubles.loopback import closed_port_url
+from doubles.ocr_simulator import OcrSimulator
 from ingest.chunker import chunk_document
 from ocr_engine.engine import PageWindow
 from ocr_engine.errors import EngineOutputError
@@ -23,9 +26,6 @@ from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.schema import QueryRequest
 from server.services import build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
-from tests.loopback import closed_port_url
-from tests.ocr_simulator import OcrSimulator
 
 CHART_BOX = (72.0, 130.0, 522.0, 430.0)
 LOGO_BOX = (480.0, 20.0, 540.0, 60.0)

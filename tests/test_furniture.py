@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from doubles.fakes import HashEmbedder
 from ingest.pipeline import FileStatus, IngestOptions
 from ocr_engine.extract import extract_document
 from ocr_engine.furniture import FurnitureMarker, furniture_key, mark_furniture
@@ -18,7 +19,6 @@ from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 
 
 def _filing(pages: int) -> bytes:

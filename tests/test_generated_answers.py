@@ -13,6 +13,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from doubles.fakes import HashEmbedder
+from doubles.llm_stub import Behaviour, LlmStub
+from doubles.llm_stub_answers import EXPECTED, Kind
+from doubles.loopback import sse_events
 from ocr_engine.options import OcrMode
 from retrieval.generate import AnswerEvent, CitationsEvent, DoneEvent, TokenEvent, answer_events
 from retrieval.llm import LlmOptions
@@ -20,10 +24,6 @@ from retrieval.schema import QueryResponse, ScoredChunk
 from retrieval.support import check_answer, marked_sentences
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
-from tests.llm_stub import Behaviour, LlmStub
-from tests.llm_stub_answers import EXPECTED, Kind
-from tests.loopback import sse_events
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_e2e import LiveServer
 

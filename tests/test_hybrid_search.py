@@ -12,13 +12,13 @@ import qdrant_edge as qe
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
+from doubles.fakes import HashEmbedder
 from retrieval.edge_store import EdgeStore
 from retrieval.qdrant_store import QdrantServerStore
 from retrieval.schema import Chunk, ChunkLine, QueryRequest, Region, SearchFilter
 from retrieval.search import Retriever
 from retrieval.store import StoreConfigError, VectorStore
 from retrieval.store_common import LEXICAL_NAME, VECTOR_NAME, HybridParams
-from tests.fakes import HashEmbedder
 
 DIM = 16
 DOC = "d" * 64

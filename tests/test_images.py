@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
+from doubles.fakes import HashEmbedder
 from ocr_engine.errors import BadInputError
 from ocr_engine.extract import extract_document
 from ocr_engine.images import MAX_IMAGE_PIXELS, document_pdf_bytes, image_to_pdf
@@ -21,7 +22,6 @@ from ocr_engine.pdf import open_pdf
 from server.app import create_app
 from server.services import build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.imagegen import dark_share_inside, encode, text_image, tiff_frames
 
 LINES = ["Invoice number 4711", "Total due 1,250 EUR"]

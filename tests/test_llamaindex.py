@@ -18,6 +18,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import MetadataMode
 
+from doubles.fakes import HashEmbedder
 from ocr_engine.options import OcrMode
 from retrieval.edge_store import EdgeStore
 from retrieval.llamaindex import FolioRetriever
@@ -26,7 +27,6 @@ from retrieval.search import Retriever
 from server.services import build_services
 from server.settings import Settings
 from tests.conftest import REPO_ROOT
-from tests.fakes import HashEmbedder
 from tests.pdfgen import fact_pdf
 
 DOC_A, DOC_B = "a" * 64, "b" * 64

@@ -21,9 +21,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from doubles.loopback import free_port
 from server.services import build_services
 from server.settings import Settings
-from tests.loopback import free_port
 from tests.pdfgen import FACTS, fact_pdf
 
 KEY = "mcp-test-key"

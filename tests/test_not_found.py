@@ -12,6 +12,8 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
+from doubles.llm_stub import Behaviour, LlmStub
+from doubles.loopback import sse_events
 from ocr_engine.options import OcrMode
 from retrieval.embedder import SentenceTransformerEmbedder
 from retrieval.generate import answer_response
@@ -20,8 +22,6 @@ from retrieval.schema import QueryRequest
 from server.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.llm_stub import Behaviour, LlmStub
-from tests.loopback import sse_events
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_e2e import LiveServer
 

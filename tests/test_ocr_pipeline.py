@@ -9,12 +9,12 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from doubles.loopback import closed_port_url
+from doubles.ocr_simulator import OcrSimulator
 from ocr_engine.schema import PageStatus
 from retrieval.schema import QueryRequest
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.loopback import closed_port_url
-from tests.ocr_simulator import OcrSimulator
 from tests.pdfgen import FACTS, fact_pdf
 
 TITLE, SECTIONS = FACTS["bakery.pdf"]

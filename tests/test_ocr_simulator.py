@@ -15,10 +15,7 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.render import render_page
-from tests.conftest import shared_path
-from tests.grounding_synth import (
+from doubles.grounding_synth import (
     EOS,
     count_tokens,
     gundam_image_tokens,
@@ -26,7 +23,10 @@ from tests.grounding_synth import (
     strip_special_tokens,
     tokenize,
 )
-from tests.ocr_simulator import RECORDED, Fault, OcrSimulator, SimulatorError
+from doubles.ocr_simulator import RECORDED, Fault, OcrSimulator, SimulatorError
+from ocr_engine.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.render import render_page
+from tests.conftest import shared_path
 from tests.pdfgen import FACTS, fact_pdf
 
 MODEL = "deepseek-ai/DeepSeek-OCR"

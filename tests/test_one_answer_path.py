@@ -11,11 +11,11 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from doubles.llm_stub import LlmStub
 from ocr_engine.options import OcrMode
 from server.app import create_app
 from server.services import build_services
 from server.settings import Settings
-from tests.llm_stub import LlmStub
 from tests.pdfgen import FACTS, fact_pdf
 
 QUESTION = "When did the Kelud volcano erupt?"

@@ -16,16 +16,16 @@ import pymupdf
 import pytest
 import uvicorn
 
+from doubles.fakes import HashEmbedder
+from doubles.loopback import free_port
+from doubles.ocr_simulator import Fault, OcrSimulator
 from ocr_engine.images import image_to_pdf
 from ocr_engine.options import CpuOcrOptions, ExtractOptions, OcrMode
 from server.app import create_app
 from server.routes.extract import extract_options
 from server.services import build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.imagegen import encode, page_png, tiff_frames
-from tests.loopback import free_port
-from tests.ocr_simulator import Fault, OcrSimulator
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_web_page import browser, shots  # noqa: F401  (fixtures)
 

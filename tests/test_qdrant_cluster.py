@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from doubles.fakes import HashEmbedder
 from retrieval.index_meta import QdrantCluster, WriteOrder
 from server.services import open_store
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.qdrant_stub import QdrantStub
 from tests.test_edge_store import make_chunk
 

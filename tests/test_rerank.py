@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from doubles.loopback import free_port
 from retrieval.rerank import HttpReranker, OnnxReranker, RerankError, shipped_model_dir
 from retrieval.search import Retriever
 from server.settings import Settings
 from tests.apiapp import ApiApp, api_app
-from tests.loopback import free_port
 from tests.rerank_stub import RerankStub
 
 QUESTION = "When did the Kelud volcano erupt?"

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from fastapi.testclient import TestClient
 
+from doubles.fakes import HashEmbedder
 from ocr_engine.options import OcrMode
 from retrieval.answer import extractive_answer
 from retrieval.schema import QueryRequest
@@ -16,7 +17,6 @@ from retrieval.search import Retriever
 from server.app import create_app
 from server.services import SENTENCE_CACHE_FILE, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.pdfgen import FACTS, fact_pdf
 
 QUESTION = "When did the Kelud volcano erupt?"

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from doubles.llm_stub import Behaviour, LlmStub
+from doubles.loopback import free_port, sse_events
 from server.datadir import LOCK_FILE
-from tests.llm_stub import Behaviour, LlmStub
-from tests.loopback import free_port, sse_events
 from tests.pdfgen import FACTS, fact_pdf
 
 STOP_WITHIN_S = 5.0

@@ -14,6 +14,7 @@ import numpy as np
 import pymupdf
 import pytest
 
+from doubles.fakes import HashEmbedder
 from ingest.cards import document_card
 from ingest.chunker import chunk_document
 from ingest.failures import RetryPolicy
@@ -27,7 +28,6 @@ from retrieval.schema import Chunk
 from retrieval.store import StoreError
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.pdfgen import FACTS, encrypted_pdf, fact_pdf
 
 NEVER = ExtractOptions(ocr=OcrMode.never)

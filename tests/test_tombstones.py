@@ -12,12 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
+from doubles.fakes import HashEmbedder
 from ingest.pipeline import FileStatus, IngestOptions
 from ingest.records import NotRemovedError, RemovedFileGoneError
 from ocr_engine.options import ExtractOptions, OcrMode
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_e2e import LiveServer
 from tests.test_web_page import browser, open_page, shots  # noqa: F401  (the page tests' fixtures)

@@ -9,6 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pymupdf
 import pytest
 
+from doubles.loopback import closed_port_url
+from doubles.ocr_simulator import Fault, OcrSimulator
 from ocr_engine.deepseek import DEEPSEEK_OCR, GROUNDING_PROMPT
 from ocr_engine.errors import BadInputError
 from ocr_engine.options import VLLMOptions
@@ -17,8 +19,6 @@ from ocr_engine.render import render_page
 from ocr_engine.schema import BlockType, Page, PageStatus
 from ocr_engine.vllm_engine import VLLMEngine
 from tests.conftest import SHARED_DATA, shared_path
-from tests.loopback import closed_port_url
-from tests.ocr_simulator import Fault, OcrSimulator
 from tests.pdfgen import FACTS, encrypted_pdf, fact_pdf, random_bytes
 
 FAST = {"backoff_s": 0.01, "retries": 2, "connect_timeout_s": 2.0, "read_timeout_s": 30.0}

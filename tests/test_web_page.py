@@ -27,12 +27,12 @@ import pymupdf
 import pytest
 from PIL import Image
 
+from doubles.llm_stub import Behaviour, LlmStub
 from ocr_engine.options import OcrMode
 from retrieval.embedder import SentenceTransformerEmbedder
 from retrieval.links import highlight_of
 from server.services import Services, build_services
 from server.settings import Settings
-from tests.llm_stub import Behaviour, LlmStub
 from tests.pdfgen import FACTS, fact_pdf, html_named_pdf
 from tests.test_e2e import LiveServer
 

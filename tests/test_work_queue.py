@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from doubles.fakes import HashEmbedder
+from doubles.loopback import free_port
 from ingest.records import DocStatus
 from ingest.work_queue import BrokerUnavailableError, QueueExtractor
 from ocr_engine.options import OcrMode
@@ -22,8 +24,6 @@ from server.datadir import DataDirLock
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.conftest import REPO_ROOT, shared_path
-from tests.fakes import HashEmbedder
-from tests.loopback import free_port
 from tests.pdfgen import fact_pdf
 
 FOLIO = str(Path(sys.executable).parent / "folio")

@@ -1,10 +1,10 @@
 """An OpenAI-compatible `/v1/embeddings` server on loopback, for the embeddings-service path.
 
 It serves one model name with either the shipped MiniLM (`--backend minilm`, the real model
-through sentence-transformers) or `tests.fakes.HashEmbedder` (`--backend hash`, instant). Faults
+through sentence-transformers) or `doubles.fakes.HashEmbedder` (`--backend hash`, instant). Faults
 set on the object (in a thread) make it answer as a broken endpoint would: `fail_next` 500s,
 `delay_s` before each answer (a timeout), `dim_override` vectors of another size. Every request's
-number of inputs is recorded. `python -m tests.embed_server --port 0` runs it as a process and
+number of inputs is recorded. `python -m doubles.embed_server --port 0` runs it as a process and
 prints `PORT <n>` first.
 """
 
@@ -25,9 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from doubles.fakes import HashEmbedder
+from doubles.ocr_simulator import _bind_loopback
 from retrieval.embedder import Embedder, SentenceTransformerEmbedder
-from tests.fakes import HashEmbedder
-from tests.ocr_simulator import _bind_loopback
 
 __all__ = ["EmbedServer", "make_backend"]
 
@@ -123,7 +123,7 @@ class EmbedServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.embed_server")
+    parser = argparse.ArgumentParser(prog="python -m doubles.embed_server")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--backend", choices=["minilm", "hash"], default="minilm")
     parser.add_argument("--dim", type=int, default=64, help="of the hash backend")

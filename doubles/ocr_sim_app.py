@@ -29,8 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.grounding_synth import PageImage, pdf_page_images, prompt_tokens
-from tests.ocr_sim_requests import (
+from doubles.grounding_synth import PageImage, pdf_page_images, prompt_tokens
+from doubles.ocr_sim_requests import (
     BadRequest,
     Fault,
     FaultRule,

@@ -1,4 +1,4 @@
-"""A folio ingest run for the crash test: `python -m tests.crash_driver DATA_DIR FOLDER`.
+"""A folio ingest run for the crash test: `python -m doubles.crash_driver DATA_DIR FOLDER`.
 
 The real services (ledger, Qdrant Edge, page cache, extraction worker process, sync) with the
 hash embedder, so a run takes seconds and the test can kill it at any moment of it.
@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from doubles.fakes import HashEmbedder
 from ingest.ledger import Ledger
 from ingest.pipeline import IngestOptions
 from ocr_engine.options import ExtractOptions, OcrMode
 from retrieval.edge_store import EdgeStore
 from server.services import build_services
 from server.settings import Settings
-from tests.fakes import HashEmbedder
 
 
 def snapshot(data_dir: Path, dim: int = 64) -> dict[str, Any]:

@@ -16,7 +16,7 @@ placeholder naming its sha256 and size.
 
 Everything, registration included, goes through HTTP (`/_sim/...`), so the in-thread server and the
 subprocess one (`process=True`, for benchmarks that time the client's CPU alone) share one path.
-Run it by hand with `python -m tests.ocr_simulator serve --port 8000`.
+Run it by hand with `python -m doubles.ocr_simulator serve --port 8000`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from tests.ocr_sim_app import DEFAULT_MODEL, SimState, SimStats, SimulatorConfig, create_app
-from tests.ocr_sim_requests import Fault
+from doubles.ocr_sim_app import DEFAULT_MODEL, SimState, SimStats, SimulatorConfig, create_app
+from doubles.ocr_sim_requests import Fault
 
 __all__ = ["RECORDED", "Fault", "OcrSimulator", "SimStats", "SimulatorConfig", "SimulatorError"]
 
@@ -159,7 +159,7 @@ class OcrSimulator:
         argv = [
             sys.executable,
             "-m",
-            "tests.ocr_simulator",
+            "doubles.ocr_simulator",
             "serve",
             "--port",
             "0",
@@ -324,7 +324,7 @@ def _exit_with_parent(server: _Server, parent_pid: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.ocr_simulator")
+    parser = argparse.ArgumentParser(prog="python -m doubles.ocr_simulator")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve on 127.0.0.1 (port 0: any free port)")
     serve.add_argument("--port", type=int, default=0)

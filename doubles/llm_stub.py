@@ -6,13 +6,13 @@
 
 - `faithful`: sentences copied from the sources (the first lightly paraphrased), right markers;
 - `miscite`, `fabricate`, `out_of_range`, `swap_number`: a faithful sentence, then one of that
-  kind (`tests.llm_stub_answers`);
+  kind (`doubles.llm_stub_answers`);
 - `mixed`: 3-5 sentences of kinds drawn by a seeded generator, a quarter to a half faulty;
 - `error_500`: HTTP 500; `hang`: no answer until the stub closes; `garbage`: an event stream
   whose data lines are not JSON; `break_midway`: a faithful answer that turns to garbage halfway.
 
 Every answer is recorded with the kind of each sentence (`answers`), and every request body
-(`requests`). Runs uvicorn in a thread, as `tests.ocr_simulator` does.
+(`requests`). Runs uvicorn in a thread, as `doubles.ocr_simulator` does.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.llm_stub_answers import Kind, StubAnswer, compose, parse_prompt
-from tests.ocr_simulator import _bind_loopback
+from doubles.llm_stub_answers import Kind, StubAnswer, compose, parse_prompt
+from doubles.ocr_simulator import _bind_loopback
 
 __all__ = ["Behaviour", "LlmStub"]
 

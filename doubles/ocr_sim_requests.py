@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tests.grounding_synth import (
+from doubles.grounding_synth import (
     EOS,
     GARBAGE_TEXT,
     PageImage,
