@@ -31,6 +31,15 @@ _SPLIT = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[&'’][A-Za-z0-9]+)*")
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 _VERSION = re.compile(r"v\d+|rev\d+|draft\d*")  # `report final v2.pdf`: which copy, not which file
+_ORDINALS = ["first", "second", "third", "fourth"]
+_QUARTER = re.compile(
+    r"\bQ(?P<q>[1-4])\s?(?:of\s+)?(?:FY\s?)?(?P<y>(?:19|20)\d\d)(?!\d)"
+    r"|(?<!\d)(?P<y2>(?:19|20)\d\d)\s?Q(?P<q2>[1-4])\b"
+    r"|\b(?P<word>first|second|third|fourth)\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?(?:fiscal\s+)?"
+    r"(?:FY\s?)?(?P<y3>(?:19|20)\d\d)(?!\d)",
+    re.I,
+)
+_FORMS = {r"\b10-?K\b|\bannual report": "annual", r"\b10-?Q\b|\bquarterly report": "quarterly"}
 _MAX_RUN = 3  # "Coca Cola Company": words run together to meet `COCACOLA`
 
 
@@ -97,14 +106,29 @@ class Named(NamedTuple):
     card: DocumentCard | None = None
 
 
+def _periods(text: str) -> set[str]:
+    """The years a text names ("FY2022"), its quarters as "2023q2" ("Q2 of FY2023", "Q22023",
+    "second quarter of 2023", `2023Q2`) and the SEC forms it names as kinds ("10-K": "annual")."""
+    found = set(_YEAR.findall(text))
+    for match in _QUARTER.finditer(text):
+        quarter = match["q"] or match["q2"] or str(_ORDINALS.index(match["word"].lower()) + 1)
+        year = match["y"] or match["y2"] or match["y3"]
+        found |= {year, f"{year}q{quarter}"}
+    found |= {kind for form, kind in _FORMS.items() if re.search(form, text, re.I)}
+    return found
+
+
 def _names(named: str | Named) -> tuple[frozenset[str], frozenset[str]]:
-    """(words that name the document, its years)."""
+    """(words that name the document, its periods: years, quarters, kinds)."""
     doc = Named(named) if isinstance(named, str) else named
-    years = set(_YEAR.findall(PurePath(doc.source).stem))
+    years = _periods(PurePath(doc.source).stem.replace("_", " "))
     words = {w for w in name_words(doc.source) if not _VERSION.fullmatch(w)} - GENERIC_WORDS
     if doc.card is not None:
         words = words - set(doc.card.common_words) | set(doc.card.aliases)
         years |= doc.card.years
+        if doc.card.quarter and doc.card.year:
+            years.add(f"{doc.card.year}q{doc.card.quarter}")
+        years |= {kind for kind in _FORMS.values() if doc.card.kind.startswith(kind)}
     return frozenset(words), frozenset(years)
 
 
@@ -145,7 +169,7 @@ class NamedDocuments:
         """The doc_ids the question names, best first (empty when it names none)."""
         index = self._current()
         names, acronyms = _question_names(question)
-        years = set(_YEAR.findall(question))
+        years = _periods(question)
         n = len(index.words)
         scores: dict[str, float] = {}
         spans: dict[str, list[Span]] = {}

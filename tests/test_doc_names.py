@@ -184,3 +184,26 @@ def test_a_word_most_documents_share_names_none() -> None:
     sources["9" * 64] = Named("doc_9.pdf", _card("Zeta", 2020, "zeta"))
     assert NamedDocuments(lambda: sources).match("What did Acme earn?").doc_ids == []
     assert NamedDocuments(lambda: sources).match("What did Zeta earn?").doc_ids == ["9" * 64]
+
+
+def test_a_quarter_or_a_form_the_question_names_breaks_ties() -> None:
+    annual = _card("Best Buy Co., Inc", 2023, "bestbuy")
+    quarterly = DocumentCard(
+        organisation="Best Buy Co., Inc",
+        kind=DocKind.quarterly_report,
+        form="10-Q",
+        year=2024,
+        quarter=2,
+        aliases=["bestbuy"],
+    )
+    sources = {
+        "a" * 64: Named("doc_1.pdf", annual),
+        "b" * 64: Named("doc_2.pdf", quarterly),
+        "c" * 64: Named("doc_3.pdf", _card("Best Buy Co., Inc", 2024, "bestbuy")),
+    }
+    for i, other in enumerate(("Nike", "Pfizer", "Boeing")):  # Best Buy: not most documents
+        sources[str(i) * 64] = Named(f"doc_{4 + i}.pdf", _card(other, 2024, other.lower()))
+    names = NamedDocuments(lambda: sources)
+    question = "Did Best Buy's store count change between Q2 of FY2024 and FY2023?"
+    assert names.match(question).doc_ids == ["b" * 64]
+    assert names.match("What was Best Buy's capex in its FY2024 10-K?").doc_ids == ["c" * 64]
