@@ -239,12 +239,16 @@ def _run(
         services.embedder, services.store, names=named, dense_sentences=args.dense_sentences
     )
     unnamed = Retriever(services.embedder, services.store)
+    by_file = Retriever(  # documents named by their file names alone, as before the cards
+        services.embedder, services.store, names=NamedDocuments(services.ledger.sources)
+    )
     chunk_hits = Retriever(services.embedder, services.store, page_hits=False, names=named)
     dense = Retriever(services.embedder, services.store, lexical=False, names=named)
     tag = f" · {variant.label}"
     rows: list[tuple[str, list[Ranked]]] = [
         ("folio (hybrid)" + tag, _folio_ranked(hybrid, cases)),
         ("folio (hybrid, no document names)" + tag, _folio_ranked(unnamed, cases)),
+        ("folio (hybrid, file names only)" + tag, _folio_ranked(by_file, cases)),
         ("folio (hybrid, chunk hits)" + tag, _folio_ranked(chunk_hits, cases)),
         ("folio (dense only)" + tag, _folio_ranked(dense, cases)),
     ]
