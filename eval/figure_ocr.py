@@ -76,6 +76,7 @@ def count(data: Path, sample: int) -> str:
 
 def run(data: Path, work: Path, docs: int) -> str:
     """Page recall by evidence source on the subset, figure OCR off and on."""
+    from eval.evidence_boxes import box_figures, load_box_cases
     from eval.retrieval_data import load_corpus
     from eval.retrieval_index import open_folio
     from eval.retrieval_metrics import image_only_docs, score
@@ -91,6 +92,8 @@ def run(data: Path, work: Path, docs: int) -> str:
     pdfs = [p for p in corpus.pdfs if p.stem in chosen]
     cases = [c for c in corpus.cases if c.pages and c.docs & set(chosen)]
     out = [f"documents ({len(pdfs)}): {', '.join(sorted(chosen))}", ""]
+    box_cases = load_box_cases(data, pdfs)
+    boxes = []
     out.append(
         "| figure OCR | pages | ingest min | "
         + " | ".join(f"{s} R@5 (n)" for s in ("all", *SOURCES))
@@ -108,6 +111,8 @@ def run(data: Path, work: Path, docs: int) -> str:
                     QueryRequest(question=case.question, top_k=5)
                 )
                 ranked.append([(Path(h.source).stem, h.page) for h in response.hits])
+            label = f"figure OCR {'on' if on else 'off'}"
+            boxes.append(f"{label}: " + box_figures(index.services, box_cases, set(), skip))
         finally:
             index.services.close()
         cells = []
@@ -124,7 +129,7 @@ def run(data: Path, work: Path, docs: int) -> str:
             + " | ".join(cells)
             + " |"
         )
-    return "\n".join(out)
+    return "\n\n".join(["\n".join(out), *boxes])
 
 
 def main(argv: list[str] | None = None) -> int:

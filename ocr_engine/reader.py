@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 OCR_FAILED_ROUTE = f"{TEXT_LAYER_ROUTE} (OCR failed)"
 ROUTING_FAILED_ROUTE = f"{TEXT_LAYER_ROUTE} (routing failed)"
 FORCED = "OCR forced (--ocr always)"
+# Bump when the choice of figure regions or how they are read changes: it is part of the cache key
+# of pages whose figures were read (the text layer's key stays, so those pages are not read again).
+FIGURE_OCR_VERSION = "1"
 
 Router = Callable[[pymupdf.Page, Page], str | None]
 """Why a page needs OCR given its text-layer reading, or None to keep the text layer."""
@@ -192,7 +195,8 @@ class PageReader:
         read by the first of `readers` that can, cached under its own key. Each failure adds a
         `figure_ocr_failed` error (a region no reader could read keeps no text); a page with
         errors is not cached, so that it is read again."""
-        key = f"{self.cache_key(page.engine)}|figures:{engine_key(readers[0].info)}"
+        reader_key = engine_key(readers[0].info)
+        key = f"{self.cache_key(page.engine)}|figures{FIGURE_OCR_VERSION}:{reader_key}"
         cached = self._cached(doc_id, page.number, key)
         if cached is not None:
             return cached

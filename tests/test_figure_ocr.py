@@ -173,7 +173,7 @@ def test_a_failed_region_leaves_the_page_ok_with_an_error() -> None:
     chart = _figure(page, CHART_BOX)
     assert error.code == "figure_ocr_failed" and chart.id in error.message
     assert "nonsense" in error.message and not chart.lines and chart.engine is None
-    assert not any("figures:" in key for _, _, key in cache.pages)  # read again next time
+    assert not any("|figures" in key for _, _, key in cache.pages)  # read again next time
 
 
 def test_figure_ocr_is_off_when_asked_or_without_ocr() -> None:
@@ -198,7 +198,7 @@ def test_a_read_figure_comes_from_the_cache_the_second_time() -> None:
     cache = _DictCache()
     first_engine, second_engine = _CountingOCR(), _CountingOCR()
     first = _read(ExtractOptions(), engines=[first_engine, PyMuPDFEngine()], cache=cache)
-    keys = [key for _, _, key in cache.pages if "figures:" in key]
+    keys = [key for _, _, key in cache.pages if "|figures" in key]
     assert len(keys) == 1 and "rapidocr" in keys[0] and first_engine.regions == 1
     again = _read(ExtractOptions(), engines=[second_engine, PyMuPDFEngine()], cache=cache)
     assert second_engine.regions == 0 and again == first
