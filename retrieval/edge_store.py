@@ -118,20 +118,6 @@ class EdgeStore(StoreReads):
         self._lock = threading.Lock()
         self._shard: qe.EdgeShard | None = self._open()
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def write_error(self) -> str | None:
-        return self._writes.error
-
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""
-        points = self._points(chunks, vectors)
-        with self._lock, self._writes.watch():
-            self._write(points)
-
     def replace_document(self, doc_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Delete every chunk of `doc_id`, then upsert `chunks`, under one lock."""
         if any(chunk.doc_id != doc_id for chunk in chunks):

@@ -153,20 +153,6 @@ class QdrantServerStore(StoreReads):
             client.close()
             raise
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def write_error(self) -> str | None:
-        return self._writes.error
-
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""
-        points = self._points(chunks, vectors)
-        with self._lock, self._writes.watch():
-            self._upsert(points)
-
     def replace_document(self, doc_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Upsert `chunks`, then delete the document's other points, so it never vanishes.
 
@@ -181,7 +167,7 @@ class QdrantServerStore(StoreReads):
             filter=qdrant_filter(stale_filter(doc_id, [c.point_id for c in chunks]))
         )
         with self._lock, self._writes.watch():
-            self._upsert(points)
+            self._write(points)
             client = self._require()
             delete = partial(
                 client.delete, self.collection, stale, wait=True, ordering=self._ordering
@@ -407,7 +393,7 @@ class QdrantServerStore(StoreReads):
             )
         return points
 
-    def _upsert(self, points: list[qm.PointStruct]) -> None:
+    def _write(self, points: list[qm.PointStruct]) -> None:
         client = self._require()
         for start in range(0, len(points), _UPSERT_BATCH):
             batch = points[start : start + _UPSERT_BATCH]

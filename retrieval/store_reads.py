@@ -1,9 +1,11 @@
-"""The reads both Qdrant stores answer alike, written once: search, count, documents, chunks by
-document and by id. Each store supplies five primitives in its own binding's terms (`_query`,
-`_count`, `_facet_doc_ids`, `_scroll`, `_retrieve`), taking its own lock inside them."""
+"""What both Qdrant stores do alike, written once: search, count, documents, chunks by document
+and by id, upsert, and the dimension and write health they report. Each store supplies the
+primitives in its own binding's terms (`_query`, `_count`, `_facet_doc_ids`, `_scroll`,
+`_retrieve`, `_points`, `_write`), taking its own lock inside the reads."""
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ import numpy as np
 
 from retrieval.schema import Chunk, ScoredChunk, SearchFilter, point_id
 from retrieval.sparse import SparseVec
+from retrieval.store import WriteHealth
 from retrieval.store_common import (
     FilterSpec,
     HybridParams,
@@ -44,13 +47,28 @@ class HybridQuery:
 
 
 class StoreReads(ABC):
-    """Search and reads over a store's primitives; the store sets `hybrid` and `dim`."""
+    """Search, reads and upserts over a store's primitives; the store sets `hybrid`, `_dim`,
+    `_writes` and `_lock`."""
 
     hybrid: HybridParams
+    _dim: int
+    _writes: WriteHealth
+    _lock: threading.Lock
 
     @property
-    @abstractmethod
-    def dim(self) -> int: ...
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def write_error(self) -> str | None:
+        """Why the latest write failed, or None (what /health reports)."""
+        return self._writes.error
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Insert or replace chunks (by point id) with their vectors, row i for chunk i."""
+        points = self._points(chunks, vectors)
+        with self._lock, self._writes.watch():
+            self._write(points)
 
     def search(
         self,
@@ -103,6 +121,14 @@ class StoreReads(ABC):
         payloads = self._retrieve([point_id(doc_id, c) for c in chunk_ids])
         found = {chunk.chunk_id: chunk for chunk in map(chunk_from_payload, payloads)}
         return [found[c] for c in chunk_ids if c in found]
+
+    @abstractmethod
+    def _points(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[Any]:
+        """The binding's points for these chunks and vectors."""
+
+    @abstractmethod
+    def _write(self, points: list[Any]) -> None:
+        """Store the points (the caller holds the lock)."""
 
     @abstractmethod
     def _query(self, query: HybridQuery) -> list[tuple[Payload, float]]:
