@@ -5,7 +5,8 @@
 
 Opens a finished retrieval-benchmark index (nothing is rebuilt) and asks every dev question as
 `POST /query` asks it (top_k 5, the services' retriever), once with re-ranking off and once with
-the local cross-encoder, the two alternated question by question so that both see the same load
+the local cross-encoder, on the questions of text-layer documents (image-only ones have no
+text without OCR), the two alternated question by question so that both see the same load
 on the shared cores. Reports page R@1 and R@5 (from the response's hits), the MMDocIR evidence-box
 table (MMLongBench-Doc) or answer in the first citation (FinanceBench), and the p50/p90 of the
 in-process query time of each setting with their ratio.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,8 @@ def _ask_all(
             response = retrievers[name].query(QueryRequest(question=question))
             out[name][1].append(1e3 * (time.perf_counter() - started))
             out[name][0][question] = response
+        if (i + 1) % 10 == 0:
+            print(f"{i + 1}/{len(questions)} questions", file=sys.stderr, flush=True)
     return out
 
 
@@ -67,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folio-index", type=Path, required=True)
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--max-length", type=int, default=256)
-    parser.add_argument("--limit", type=int, default=0, help="the first N questions only")
+    parser.add_argument(
+        "--limit", type=int, default=0, help="N questions spread evenly over the text-layer ones"
+    )
     args = parser.parse_args(argv)
 
     from eval.evidence_boxes import box_figures, load_box_cases
@@ -93,13 +99,15 @@ def main(argv: list[str] | None = None) -> int:
             rerank_candidates=args.candidates,
         )
         retrievers = {"off": plain, f"local ({args.candidates} chunks)": reranked}
-        cases = corpus.cases[: args.limit] if args.limit else corpus.cases
+        image_only = image_only_docs(corpus.pdfs)
+        cases = [c for c in corpus.cases if not c.docs & image_only]  # the cross-encoder reads text
+        if args.limit and args.limit < len(cases):  # spread over the documents and question kinds
+            cases = [cases[i * len(cases) // args.limit] for i in range(args.limit)]
         boxes = load_box_cases(args.data, corpus.pdfs) if args.dataset == "mmlongbench" else []
         boxes = [b for b in boxes if not args.limit or b.question in {c.question for c in cases}]
         questions = list(dict.fromkeys([c.question for c in cases] + [b.question for b in boxes]))
         asked = _ask_all(retrievers, questions)
         unanswerable = {c.question for c in corpus.cases if c.answer == "Not answerable"}
-        image_only = image_only_docs(corpus.pdfs)
         print(f"{args.dataset}: {len(questions)} questions, index {args.folio_index}\n")
         times = {}
         for name, (responses, ms) in asked.items():
