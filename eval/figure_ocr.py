@@ -2,6 +2,7 @@
 
     python -m eval.figure_ocr count [--sample 6]   # regions per document, seconds per region
     python -m eval.figure_ocr run --docs N          # page recall, figure OCR off and on
+    python -m eval.figure_ocr gold                  # why the gold pages' figures are read or not
 
 `count` finds the regions `raster_regions` picks on the text-layer pages of the 46 documents and
 times the CPU engine on a sample of them. `run` indexes the text-layer documents that hold the
@@ -132,9 +133,84 @@ def run(data: Path, work: Path, docs: int) -> str:
     return "\n\n".join(["\n".join(out), *boxes])
 
 
+def gold(data: Path) -> str:
+    """The distinct gold pages of the text-layer Chart and Figure questions, by what figure OCR
+    does with them: page OCR reads the page, no raster image, read, or why not (the largest
+    figure's reason)."""
+    import pymupdf
+
+    from eval.retrieval_data import load_corpus
+    from eval.retrieval_metrics import image_only_docs
+    from ocr_engine.geometry import area, centre_inside, iou
+    from ocr_engine.options import ExtractOptions
+    from ocr_engine.pymupdf_engine import (
+        FIGURE_MAX_TEXT,
+        FIGURE_MIN_PIXELS,
+        FIGURE_MIN_SHARE,
+        PyMuPDFEngine,
+        raster_regions,
+    )
+    from ocr_engine.routing import ocr_reason
+    from ocr_engine.schema import BlockType
+
+    corpus = load_corpus("mmlongbench", data)
+    skip = image_only_docs(corpus.pdfs)
+    paths = {p.stem: p for p in corpus.pdfs}
+    pages = sorted(
+        {
+            (doc, n)
+            for case in corpus.cases
+            if {"Chart", "Figure"} & set(case.sources)
+            for doc in case.docs - skip
+            for n in case.pages
+        }
+    )
+    engine = PyMuPDFEngine()
+    why: Counter[str] = Counter()
+    for doc, n in pages:
+        with pymupdf.open(paths[doc]) as pdf:
+            if n > pdf.page_count:
+                continue
+            page = pdf[n - 1]
+            text_page = engine.extract_page(page)
+            if ocr_reason(page, text_page) is not None:
+                why["read by page OCR"] += 1
+                continue
+            figures = [b for b in text_page.blocks if b.type is BlockType.figure]
+            if not figures:
+                why["no raster image"] += 1
+                continue
+            if raster_regions(page, text_page, ExtractOptions().figure_regions):
+                why["read by figure OCR"] += 1
+                continue
+            largest = max(figures, key=lambda b: area(b.bbox))
+            share = area(largest.bbox) / (page.rect.width * page.rect.height)
+            sizes = [
+                min(int(i.get("width", 0)), int(i.get("height", 0)))
+                for i in page.get_image_info()
+                if iou(tuple(i["bbox"]), largest.bbox) >= 0.9
+            ]
+            lines = [
+                ln for b in text_page.blocks if b.type is not BlockType.figure for ln in b.lines
+            ]
+            inside = sum(
+                len(ln.text.strip()) for ln in lines if centre_inside(ln.bbox, largest.bbox, 0)
+            )
+            if share < FIGURE_MIN_SHARE:
+                why["images under the area share"] += 1
+            elif max(sizes, default=0) < FIGURE_MIN_PIXELS:
+                why["images under the pixel size"] += 1
+            elif inside > FIGURE_MAX_TEXT:
+                why["text-layer text over the image"] += 1
+            else:
+                why["other"] += 1
+    total = sum(why.values())
+    return f"{total} gold pages: " + ", ".join(f"{k} {v}" for k, v in why.most_common())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.figure_ocr", description=__doc__)
-    parser.add_argument("command", choices=("count", "run"))
+    parser.add_argument("command", choices=("count", "run", "gold"))
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
     parser.add_argument("--sample", type=int, default=6, help="count: regions timed")
@@ -142,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "count":
         print(count(args.data, args.sample))
+    elif args.command == "gold":
+        print(gold(args.data))
     else:
         print(run(args.data, args.work, args.docs))
     return 0
