@@ -18,6 +18,7 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -113,6 +114,8 @@ def run(data: Path, work: Path, docs: int) -> str:
                 )
                 ranked.append([(Path(h.source).stem, h.page) for h in response.hits])
             label = f"figure OCR {'on' if on else 'off'}"
+            read = _figures_read(index.services)
+            label += f" ({read[0]} regions read on {read[1]} pages, {read[2]} lines)"
             boxes.append(f"{label}: " + box_figures(index.services, box_cases, set(), skip))
         finally:
             index.services.close()
@@ -131,6 +134,18 @@ def run(data: Path, work: Path, docs: int) -> str:
             + " |"
         )
     return "\n\n".join(["\n".join(out), *boxes])
+
+
+def _figures_read(services: Any) -> tuple[int, int, int]:
+    """Figure blocks read by OCR in the indexed documents, the pages they are on, their lines."""
+    regions = pages = lines = 0
+    for doc_id in services.ledger.sources():
+        for page in services.files.load_document(doc_id).pages:
+            read = [b for b in page.blocks if b.engine is not None]
+            regions += len(read)
+            pages += bool(read)
+            lines += sum(len(b.lines) for b in read)
+    return regions, pages, lines
 
 
 def gold(data: Path) -> str:
