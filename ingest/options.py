@@ -80,6 +80,16 @@ class IngestOptions(BaseModel):
     limits: PdfLimits = Field(default_factory=PdfLimits)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
 
+    def extraction_ranges(self, chunk_windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The extraction requests of a document chunked in `chunk_windows`: the first pages
+        one by one, then doubling, when CPU OCR may read them (a scan shows progress soon)."""
+        size = self.extraction_window()
+        ranges = [part for lo, hi in chunk_windows for part in windows(lo, hi, size)]
+        if size < self.window and chunk_windows:
+            lo, hi = chunk_windows[0]
+            ranges = ramped(lo, hi, size) + ranges[len(windows(lo, hi, size)) :]
+        return ranges
+
     def extraction_window(self) -> int:
         """Pages per extraction request: a whole window, or a few when CPU OCR may be slow."""
         if self.extract_window is not None:

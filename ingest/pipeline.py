@@ -39,7 +39,6 @@ from ingest.options import (
     FileStatus,
     IngestOptions,
     image_only_pages,
-    ramped,
     windows,
 )
 from ingest.passwords import PasswordBook, fingerprint
@@ -243,11 +242,7 @@ class Ingestor:
         self, doc: DocRun, source: Path, password: str | None, chunk_windows: list[tuple[int, int]]
     ) -> Iterator[WindowResult]:
         """Extraction results in page order, a few requests ahead of the caller."""
-        size = self.options.extraction_window()
-        ranges = [part for lo, hi in chunk_windows for part in windows(lo, hi, size)]
-        if size < self.options.window and chunk_windows:  # CPU OCR may read: first pages soon
-            lo, hi = chunk_windows[0]
-            ranges = ramped(lo, hi, size) + ranges[len(windows(lo, hi, size)) :]
+        ranges = self.options.extraction_ranges(chunk_windows)
         pending: deque[Future[WindowResult]] = deque()
         name = doc.record.source
         for first, last in ranges:
