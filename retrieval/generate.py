@@ -20,7 +20,7 @@ from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.embedder import Embedder
 from retrieval.llm import LlmError, LlmOptions, stream_answer
 from retrieval.schema import Citation, LlmFailure, QueryRequest, QueryResponse, ScoredChunk
-from retrieval.search import Retriever, extractive_response, search_filter, to_hit
+from retrieval.search import Ranked, Retriever, extractive_response, search_filter, to_hit
 from retrieval.support import SupportThresholds, check_answer
 
 __all__ = [
@@ -113,24 +113,31 @@ async def answer_events(
     yield DoneEvent(response)
 
 
-async def question_hits(retriever: Retriever, req: QueryRequest) -> list[ScoredChunk]:
-    """The hits a request gets: the retriever's search with its filters, off the event loop;
-    InvalidQueryError for filters that contradict each other."""
+async def question_hits(retriever: Retriever, req: QueryRequest) -> Ranked:
+    """The hits a request gets (and why the re-ranker was passed over, if it was): the
+    retriever's search with its filters, off the event loop; InvalidQueryError for filters that
+    contradict each other."""
     flt = search_filter(req)
-    return await asyncio.to_thread(retriever.search, req.question, req.top_k, flt)
+    return await asyncio.to_thread(retriever.ranked, req.question, req.top_k, flt)
 
 
-def query_events(
-    retriever: Retriever, req: QueryRequest, hits: Sequence[ScoredChunk], llm: LlmOptions | None
+async def query_events(
+    retriever: Retriever, req: QueryRequest, ranked: Ranked, llm: LlmOptions | None
 ) -> AsyncIterator[AnswerEvent]:
-    """The answer to a request from its hits, as events (`POST /query/stream`)."""
-    return answer_events(
+    """The answer to a request from its hits, as events (`POST /query/stream`); the last one
+    carries what `answer_query` answers."""
+    async for event in answer_events(
         req.question,
-        hits,
+        ranked.hits,
         embedder=retriever.embedder,
         llm=llm,
         options=retriever.answer_options(req),
-    )
+    ):
+        if isinstance(event, DoneEvent):
+            event = DoneEvent(
+                event.response.model_copy(update={"rerank_error": ranked.rerank_error})
+            )
+        yield event
 
 
 async def answer_query(
@@ -138,8 +145,7 @@ async def answer_query(
 ) -> QueryResponse:
     """What `POST /query`, `folio query` and MCP's `ask` answer: the search, then the answer,
     generated and checked with an LLM when `llm` is set, else extractive."""
-    flt = search_filter(req)
-    hits, failure = await asyncio.to_thread(retriever.ranked, req.question, req.top_k, flt)
+    hits, failure = await question_hits(retriever, req)
     response = await answer_response(
         req.question,
         hits,

@@ -3,6 +3,7 @@ falling back to the fused order with the error in the response, and the shipped 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,16 @@ def test_dead_service_keeps_the_fused_order(tmp_path: Path) -> None:
         fused = _fused(app)
     assert body["rerank_error"]["code"] == "rerank_unavailable"
     assert [h["chunk_id"] for h in body["hits"]] == fused
+
+
+def test_the_stream_reports_a_failed_reranker_as_query_does(tmp_path: Path) -> None:
+    with api_app(tmp_path, rerank=f"http://127.0.0.1:{free_port()}") as app:
+        body = _ask(app)
+        with app.client.stream("POST", "/query/stream", json={"question": QUESTION}) as stream:
+            events = [line for line in stream.iter_lines() if line.startswith("data: ")]
+    done = json.loads(events[-1][len("data: ") :])
+    assert done["rerank_error"] == body["rerank_error"] and done["rerank_error"] is not None
+    assert [h["chunk_id"] for h in done["hits"]] == [h["chunk_id"] for h in body["hits"]]
 
 
 def test_answer_that_is_not_scores_is_an_output_error(stub: RerankStub) -> None:

@@ -42,8 +42,8 @@ from retrieval.generate import (
     question_hits,
 )
 from retrieval.links import LinkSigner, sign_citations, sign_response
-from retrieval.schema import QueryRequest, QueryResponse, ScoredChunk
-from retrieval.search import InvalidQueryError
+from retrieval.schema import QueryRequest, QueryResponse
+from retrieval.search import InvalidQueryError, Ranked
 from server.deps import ApiError, Links, Svc
 from server.shutdown import StoppableStream
 
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["answers"])
 
 
-async def _hits(req: QueryRequest, svc: Svc) -> list[ScoredChunk]:
+async def _hits(req: QueryRequest, svc: Svc) -> Ranked:
     try:
         return await question_hits(svc.retriever, req)
     except InvalidQueryError as exc:
