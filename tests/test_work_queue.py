@@ -204,3 +204,81 @@ def test_without_a_broker_url_pages_are_read_in_process(tmp_path: Path) -> None:
         assert not isinstance(services.ingestor.extractor, QueueExtractor)
     finally:
         services.close()
+
+
+def _redis(port: int, cwd: Path) -> subprocess.Popen[bytes]:
+    server = shutil.which("redis-server")
+    assert server is not None
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while (
+        subprocess.run(
+            ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
+        ).stdout.strip()
+        != "PONG"
+    ):
+        assert time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.1)
+    return proc
+
+
+def test_a_broker_lost_mid_run_marks_nothing_done_that_is_not(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """The broker dies while units are out: the run ends, no document is ok without all its
+    pages indexed, the others wait for a retry, and with a broker back they all end ok."""
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    folder = _folder(tmp_path)
+    data = tmp_path / "queued"
+    settings = _settings(
+        data, broker_url=redis_url, broker_window=2, broker_heartbeat_s=HEARTBEAT_S
+    )
+    coordinator = build_services(settings, embedder=HashEmbedder(64))
+    extractor = coordinator.ingestor.extractor
+    assert isinstance(extractor, QueueExtractor)
+    worker = _worker(data, redis_url, tmp_path / "worker.log")
+    revived: subprocess.Popen[bytes] | None = None
+    results: list[object] = []
+    try:
+        run = threading.Thread(
+            target=lambda: results.extend(coordinator.sync.ingest_paths([folder]))
+        )
+        run.start()
+        deadline = time.monotonic() + 60
+        while extractor.sent < 6:
+            assert time.monotonic() < deadline and run.is_alive(), "no units were sent"
+            time.sleep(0.05)
+        # the fixture's redis-server is the only one on this port: stop it mid-run
+        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
+        run.join(180)
+        assert not run.is_alive(), "the run did not end after the broker went"
+        records = coordinator.ledger.documents()
+        counts = coordinator.store.doc_ids()
+        waiting = [r for r in records if r.status is not DocStatus.ok]
+        assert waiting, "the broker went mid-run, yet every document ended ok"
+        for record in records:
+            if record.status is DocStatus.ok:
+                assert counts.get(record.doc_id, 0) == record.chunks > 0
+            else:  # waiting for a retry, nothing indexed
+                assert record.status in (DocStatus.failed, DocStatus.queued), record
+                assert record.status is DocStatus.queued or record.retryable, record
+                assert counts.get(record.doc_id, 0) == 0
+        revived = _redis(port, tmp_path)
+        worker.kill()
+        worker.wait(10)
+        worker = _worker(data, redis_url, tmp_path / "worker2.log")
+        coordinator.sync.retry()
+        coordinator.sync.process_pending()
+        final = {r.source: r.status for r in coordinator.ledger.documents()}
+        assert set(final.values()) <= {DocStatus.ok, DocStatus.partial}, final
+    finally:
+        coordinator.close()
+        worker.kill()
+        worker.wait(10)
+        if revived is not None:
+            revived.kill()
+            revived.wait(10)
