@@ -15,17 +15,16 @@ import asyncio
 import os
 import sys
 import threading
-import time
 from typing import Any
 
 import numpy as np
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from doubles.fakes import HashEmbedder
+from doubles.loopback import ThreadedServer
 from doubles.ocr_simulator import _bind_loopback
 from retrieval.embedder import Embedder, SentenceTransformerEmbedder
 
@@ -41,8 +40,10 @@ def make_backend(name: str, dim: int = 64) -> Embedder:
     return HashEmbedder(dim)
 
 
-class EmbedServer:
+class EmbedServer(ThreadedServer):
     """Context manager: the server on a free loopback port; `url` is its OpenAI base URL."""
+
+    name = "embeddings server"
 
     def __init__(self, backend: Embedder, *, model: str = "test/embed", port: int = 0) -> None:
         self.backend = backend
@@ -55,39 +56,17 @@ class EmbedServer:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._sock = _bind_loopback(port)
-        self.port = int(self._sock.getsockname()[1])
         app = Starlette(
             routes=[
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/health", lambda _: Response("ok")),
             ]
         )
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
+        self._listen(app, self._sock)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
-
-    def serve(self) -> None:
-        """Run in this thread until stopped."""
-        self._server.run(sockets=[self._sock])
-
-    def __enter__(self) -> EmbedServer:
-        self._thread = threading.Thread(target=self.serve, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("embeddings server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
 
     async def _embeddings(self, request: Request) -> Response:
         body: dict[str, Any] = await request.json()

@@ -6,16 +6,14 @@ ignores shards, replicas and orderings, and no Qdrant server runs here; this is 
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from doubles.loopback import ThreadedServer
 from doubles.ocr_simulator import _bind_loopback
 
 __all__ = ["QdrantStub"]
@@ -25,15 +23,16 @@ def _ok(result: Any) -> JSONResponse:
     return JSONResponse({"result": result, "status": "ok", "time": 0.0})
 
 
-class QdrantStub:
+class QdrantStub(ThreadedServer):
     """Context manager: the stub on a free loopback port; `created` and `writes` record calls."""
+
+    name = "Qdrant stub"
 
     def __init__(self) -> None:
         self.created: dict[str, dict[str, Any]] = {}
         self.writes: list[tuple[str, dict[str, str]]] = []
         self.points: dict[str, int] = {}
         self._sock = _bind_loopback()
-        self.port = int(self._sock.getsockname()[1])
         app = Starlette(
             routes=[
                 Route("/collections/{name}/exists", self._exists, methods=["GET"]),
@@ -44,30 +43,11 @@ class QdrantStub:
                 Route("/collections/{name}/points/count", self._count, methods=["POST"]),
             ]
         )
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
+        self._listen(app, self._sock)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> QdrantStub:
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("Qdrant stub did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
 
     async def _exists(self, request: Request) -> JSONResponse:
         return _ok({"exists": request.path_params["name"] in self.created})

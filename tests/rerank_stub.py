@@ -10,23 +10,23 @@ not scores. Every request's body is recorded.
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from typing import Any, Literal
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from doubles.loopback import ThreadedServer
 from doubles.ocr_simulator import _bind_loopback
 
 __all__ = ["RerankStub"]
 
 
-class RerankStub:
+class RerankStub(ThreadedServer):
     """Context manager: the stub on a free loopback port; `url` is its base URL."""
+
+    name = "rerank stub"
 
     def __init__(self, style: Literal["vllm", "tei"] = "vllm") -> None:
         self.style = style
@@ -35,32 +35,12 @@ class RerankStub:
         self.garbage = False
         self.requests: list[dict[str, Any]] = []
         self._sock = _bind_loopback()
-        self.port = int(self._sock.getsockname()[1])
         app = Starlette(routes=[Route("/rerank", self._rerank, methods=["POST"])])
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
+        self._listen(app, self._sock)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> RerankStub:
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("rerank stub did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
 
     async def _rerank(self, request: Request) -> Response:
         body: dict[str, Any] = await request.json()

@@ -32,27 +32,12 @@ HEARTBEAT_S = 2.0
 
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    server = shutil.which("redis-server")
-    if server is None:
+    if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (`make test` installs Debian's package)")
     port = free_port()
-    proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
+    proc = _redis(port, tmp_path)
     try:
-        deadline = time.monotonic() + 20
-        while (
-            subprocess.run(
-                ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
-            ).stdout.strip()
-            != "PONG"
-        ):
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.1)
-        yield url
+        yield f"redis://127.0.0.1:{port}/0"
     finally:
         proc.kill()
         proc.wait(10)
