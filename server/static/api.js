@@ -115,11 +115,13 @@ function parseEvent(block) {
     if (field === "event") event = value;
     else if (field === "data") data.push(value);
   }
-  return data.length ? { event, data: data.join("\n") } : null;
+  if (data.length) return { event, data: data.join("\n") };
+  return block.startsWith(":") ? { comment: block.slice(1).trim() } : null;
 }
 
-/** The server-sent events of a response body, as {event, data} objects. */
-export async function* readEvents(response) {
+/** The server-sent events of a response body, as {event, data} objects; with `comments`,
+ * comment blocks too, as {comment} (the server's ": connected" says it is subscribed). */
+export async function* readEvents(response, { comments = false } = {}) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   try {
@@ -131,7 +133,7 @@ export async function* readEvents(response) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, "");
         const parsed = parseEvent(block);
-        if (parsed) yield parsed;
+        if (parsed && (comments || parsed.comment === undefined)) yield parsed;
       }
     }
   } finally {

@@ -234,7 +234,19 @@ function showCards(entry, opened) {
     return undefined;
   }
   const now = Date.now();
-  if (now - entry.cards.at < 1000 && DONE.has(entry.record.status) === false) return undefined;
+  const wait = entry.cards.at + 1000 - now;
+  if (wait > 0 && DONE.has(entry.record.status) === false) {
+    // at most one refresh a second, and one after the last event (a page written since)
+    if (!entry.cards.later) {
+      entry.cards.later = setTimeout(() => {
+        entry.cards.later = null;
+        if (entry.row.querySelector(".card-details").open) showCards(entry, false);
+      }, wait);
+    }
+    return undefined;
+  }
+  clearTimeout(entry.cards.later);
+  entry.cards.later = null;
   entry.cards.at = now;
   entry.cards.refresh();
   return undefined;
@@ -327,7 +339,9 @@ async function loadAll() {
   await loadRemoved();
 }
 
-/** Load the list, then follow /events; reconnect (and reload) when the stream drops. */
+/** Follow /events, loading the list once the server says the stream is subscribed (so that no
+ * change between the list and the stream is missed: events after it are applied in order);
+ * reconnect (and reload) when the stream drops. */
 async function follow() {
   if (eventsController) eventsController.abort();
   const controller = new AbortController();
@@ -335,12 +349,16 @@ async function follow() {
   let wait = 1000;
   while (!controller.signal.aborted) {
     try {
-      await loadAll();
       const response = await request("/events", { signal: controller.signal });
       if (!response.ok) throw await errorFrom(response);
       wait = 1000;
-      for await (const message of readEvents(response)) {
-        applyEvent(message.event, JSON.parse(message.data));
+      let loaded = false;
+      for await (const message of readEvents(response, { comments: true })) {
+        if (!loaded) {
+          await loadAll(); // the events sent meanwhile wait in the stream, then apply in order
+          loaded = true;
+        }
+        if (message.comment === undefined) applyEvent(message.event, JSON.parse(message.data));
       }
     } catch (error) {
       if (controller.signal.aborted) return;
