@@ -1,6 +1,8 @@
 """Page cards in headless Chromium: a PNG and a 3-frame TIFF read through the Extract panel (the
 OCR simulator as the vLLM endpoint), cards appearing one by one with their blocks boxed on the
-text (pixel check), a table page's Markdown as a table, the JSON download, a failed page's reason.
+text (pixel check), a table page's Markdown as a table, the JSON download, a failed page's reason;
+and an indexed document's cards while it is still read: a page already written shows its boxes
+and text before the document is ok, and its card then equals the finished document's.
 """
 
 from __future__ import annotations
@@ -9,21 +11,25 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pymupdf
 import pytest
 import uvicorn
+from fastapi import FastAPI
 
 from doubles.fakes import HashEmbedder
 from doubles.loopback import free_port
 from doubles.ocr_simulator import Fault, OcrSimulator
+from ocr_engine.furniture import RADIUS
 from ocr_engine.images import image_to_pdf
 from ocr_engine.options import CpuOcrOptions, ExtractOptions, OcrMode
 from server.app import create_app
 from server.routes.extract import extract_options
-from server.services import build_services
+from server.services import build_services, ingest_options
 from server.settings import Settings
 from tests.imagegen import encode, page_png, tiff_frames
 from tests.pdfgen import FACTS, fact_pdf
@@ -105,23 +111,30 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             ocr=OcrMode.auto, vllm=settings.extract_options().vllm, cpu=CpuOcrOptions(enabled=False)
         )
         app.dependency_overrides[extract_options] = lambda: no_cpu
-        port = free_port()
-        server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-        )
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.05)
         try:
-            files = {"png": root / "sales.png", "tiff": root / "scan.tiff"}
-            files["png"].write_bytes(png)
-            files["tiff"].write_bytes(tiff)
-            yield {"base": f"http://127.0.0.1:{port}", "files": files, "services": services}
+            with _serving(app) as base:
+                files = {"png": root / "sales.png", "tiff": root / "scan.tiff"}
+                files["png"].write_bytes(png)
+                files["tiff"].write_bytes(tiff)
+                yield {"base": base, "files": files, "services": services}
         finally:
-            server.should_exit = True
-            thread.join(15)
             services.close()
+
+
+@contextmanager
+def _serving(app: FastAPI) -> Iterator[str]:
+    """`app` served by uvicorn in a thread on a loopback port: its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
 
 
 def _read(page: Any, path: Path) -> None:
@@ -202,4 +215,112 @@ def test_cards_appear_one_by_one_with_boxes_on_the_text(
     ink = card.evaluate(_INK_IN_BOXES)
     assert ink["boxes"] >= 2 and ink["inside"] / ink["dark"] > 0.9, ink
     page.screenshot(path=str(shots / "cards-document.png"), full_page=True)
+    context.close()
+
+
+TEXT_PAGES, SCANNED_PAGES, SCAN_SECONDS = 36, 3, 4.0
+
+
+def _reading_pdf() -> tuple[bytes, bytes]:
+    """TEXT_PAGES born-digital pages, each its own heading and paragraph, then SCANNED_PAGES
+    pictures of such pages; and the all-text version the OCR simulator answers from."""
+    text = pymupdf.open()
+    for n in range(1, TEXT_PAGES + SCANNED_PAGES + 1):
+        page = text.new_page(width=612, height=792)
+        page.insert_text((72, 80), f"Chapter {n}: inspection round {n}", fontsize=18)
+        page.insert_textbox(
+            pymupdf.Rect(72, 110, 540, 300),
+            f"Round {n} checked {n * 3} valves and {n + 7} gauges; every reading was logged "
+            f"by crew {chr(64 + n % 26 + 1)} before the shift ended.",
+            fontsize=12,
+        )
+    doc = pymupdf.open()
+    doc.insert_pdf(text, to_page=TEXT_PAGES - 1)
+    for index in range(TEXT_PAGES, TEXT_PAGES + SCANNED_PAGES):
+        scan = doc.new_page(width=612, height=792)
+        scan.insert_image(scan.rect, pixmap=text[index].get_pixmap(dpi=144, alpha=False))
+    pdf, source = bytes(doc.tobytes()), bytes(text.tobytes())
+    doc.close()
+    text.close()
+    return pdf, source
+
+
+@pytest.fixture(scope="module")
+def reading(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A server that chunks one page at a time and whose OCR takes SCAN_SECONDS a page, one at a
+    time: the text pages are read (and the first of them written) long before the scans are."""
+    root = tmp_path_factory.mktemp("reading")
+    pdf, source = _reading_pdf()
+    with OcrSimulator(prefill_seconds=SCAN_SECONDS, capacity=1) as sim:
+        sim.register_pdf(pdf, text_source=source)
+        settings = Settings(
+            data_dir=root / "data", ocr=OcrMode.auto, ocr_url=[sim.url], extract_processes=0
+        )
+        options = ingest_options(settings).model_copy(update={"window": 1})
+        services = build_services(settings, embedder=HashEmbedder(), options=options)
+        try:
+            with _serving(create_app(services, watch=False)) as base:
+                path = root / "rounds.pdf"
+                path.write_bytes(pdf)
+                yield {"base": base, "path": path}
+        finally:
+            services.close()
+
+
+def test_a_page_written_while_the_document_is_read_shows_its_boxes(
+    reading: dict[str, Any],
+    browser: Any,  # noqa: F811
+    shots: Path,  # noqa: F811
+) -> None:
+    base = reading["base"]
+    context = browser.new_context(viewport={"width": 1280, "height": 1800})
+    page = context.new_page()
+    page.goto(f"{base}/")
+    page.set_input_files("#file-input", str(reading["path"]))
+    row = page.wait_for_selector("li.doc", timeout=SLOW_MS)
+    row.query_selector(".card-details summary").click()
+    # the text pages are written once RADIUS pages after them are read (furniture is marked
+    # then): the first EARLY, before the scans; the next only after the first scan is read
+    early = TEXT_PAGES - RADIUS
+    read = (
+        "(n) => row.querySelector(`.card-box li.card[data-page='${n}']`)?.dataset.read === 'true'"
+    )
+    page.wait_for_function(
+        f"""(row) => {{ const read = {read};
+          const first = row.querySelector(".card-box li.card[data-page='1'] img.thumb-img");
+          return row.dataset.status === 'ok' || row.dataset.status === 'failed' || read({early + 1})
+            || ([...Array({early}).keys()].every((i) => read(i + 1)) && first?.naturalWidth); }}""",
+        arg=row,
+        timeout=SLOW_MS,
+    )
+    doc_id = row.get_attribute("data-doc-id")
+    assert row.get_attribute("data-status") == "processing", "the boxes came only at the end"
+    assert (
+        row.query_selector(f".card-box li.card[data-page='{early + 1}'][data-read='true']") is None
+    )
+    card = row.query_selector(".card-box li.card[data-page='1']")
+    ink = card.evaluate(_INK_IN_BOXES)
+    assert ink["boxes"] >= 2 and ink["dark"] > 500 and ink["inside"] / ink["dark"] > 0.9, ink
+    assert "inspection round 1" in card.query_selector(".page-text").text_content()
+    page.screenshot(path=str(shots / "cards-reading.png"), full_page=True)
+
+    with httpx.Client(base_url=base, timeout=30) as http:
+        url = f"/documents/{doc_id}/cards?first=1&last={TEXT_PAGES + SCANNED_PAGES}"
+        during = http.get(url).json()
+        image = http.get(f"/documents/{doc_id}/pages/2.png")
+        assert http.get(f"/documents/{doc_id}").json()["status"] == "processing"
+        assert image.status_code == 200 and image.headers["content-type"] == "image/png"
+        written = [c for c in during["cards"] if c["page"] is not None]
+        assert written and written[0]["number"] == 1, during["cards"][:2]
+        assert during["cards"][-1]["page"] is None and during["cards"][-1]["status"] == "waiting"
+
+        page.wait_for_function("(row) => row.dataset.status === 'ok'", arg=row, timeout=SLOW_MS)
+        done = {c["number"]: c for c in http.get(url).json()["cards"]}
+    assert all(card == done[card["number"]] for card in written)
+    page.wait_for_function(
+        "(row) => [...row.querySelectorAll('.card-box li.card')].slice(0, 20)"
+        ".every((c) => c.dataset.read === 'true')",
+        arg=row,
+        timeout=SLOW_MS,
+    )
     context.close()

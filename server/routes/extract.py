@@ -361,20 +361,25 @@ def document_cards(
     last: Annotated[int | None, Query(ge=1)] = None,
 ) -> DocumentCards:
     """Cards of pages `first`..`last` (at most 50): read pages with their JSON once the document
-    is indexed, else each page's engine, route and status as far as it has been read."""
+    is indexed; while it is read, those already written to its JSON (as they will be in it), the
+    others with their engine, route and status as far as they have been read."""
     record = record_or_404(svc, doc_id)
     count = record.pages
     end = min(count, last or first + _CARDS_MAX - 1, first + _CARDS_MAX - 1)
     path = svc.files.root / f"{doc_id}.json"
     cards: list[PageCard] = []
+    block = lambda n, box: page_image_url(doc_id, n, [box])  # noqa: E731
     if record.status not in (DocStatus.queued, DocStatus.processing) and path.is_file():
         document = _document(path)
         for page in document.pages[first - 1 : end]:
-            block = lambda n, box: page_image_url(doc_id, n, [box])  # noqa: E731
             cards.append(_card(page, page_image_url(doc_id, page.number), block))
     else:
+        written = {p.number: p for p in svc.files.pages_written(doc_id, first, end)}
         read = {p.number: p for p in svc.ledger.pages(doc_id)}
         for number in range(first, end + 1):
+            if number in written:
+                cards.append(_card(written[number], page_image_url(doc_id, number), block))
+                continue
             summary = read.get(number)
             cards.append(
                 PageCard(

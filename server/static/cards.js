@@ -2,7 +2,9 @@
 // and coloured by type, its text, its Markdown rendered as DOM nodes (never innerHTML), the
 // engine and route that read it, and its JSON to download. Used by the Extract panel (from the
 // POST /extract stream) and by each document's "Page cards" (GET /documents/{id}/cards, a chunk
-// at a time as cards come into view). Every URL comes from the API.
+// at a time as cards come into view, refreshed while the document is read: a page's blocks and
+// text appear once its window is written, a card is redrawn only when it changed). Every URL
+// comes from the API.
 
 import { describe, errorFrom, getJson, imageUrl, readEvents, request } from "./api.js";
 import { el, plural, setText } from "./dom.js";
@@ -268,6 +270,7 @@ export function setupExtract() {
 export function documentCards(box, docId, source, pages) {
   const list = el("ol", { class: "cards", "aria-label": `Pages of ${source}` });
   const loaded = new Map(); // chunk start -> true while loaded or loading
+  const shown = new Map(); // page number -> the card last drawn, as JSON
   const context = { docId, source, template: null };
   const slots = [];
   for (let n = 1; n <= pages; n += 1) {
@@ -280,9 +283,16 @@ export function documentCards(box, docId, source, pages) {
     try {
       const body = await getJson(`/documents/${encodeURIComponent(docId)}/cards?first=${first}&last=${first + CHUNK - 1}`);
       context.template = body.page_url_template;
+      const reading = body.status === "queued" || body.status === "processing";
       for (const card of body.cards) {
         const slot = slots[card.number - 1];
-        if (slot) fillCard(slot, card, context).classList.remove("pending");
+        const drawn = JSON.stringify(card);
+        if (!slot || shown.get(card.number) === drawn) continue;
+        // while it is read, a page drawn from its JSON stays (the JSON is being moved into place)
+        if (reading && !card.page && slot.dataset.read === "true") continue;
+        shown.set(card.number, drawn);
+        fillCard(slot, card, context).classList.remove("pending");
+        slot.dataset.read = String(Boolean(card.page));
       }
     } catch (error) {
       loaded.delete(first);
