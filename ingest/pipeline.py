@@ -211,20 +211,24 @@ class Ingestor:
         parts = self._extracted(doc, source, password, chunk_windows)
         furniture = FurnitureMarker(info.page_count)  # as `folio extract` marks it
         for first, last in chunk_windows:
-            pages: list[Page] = []
-            while len(pages) < last - first + 1:
+            read = 0
+            ready: list[Page] = []
+            while read < last - first + 1:
                 result = next(parts)
                 doc.extract_s += result.seconds
                 doc.warnings.extend(w for w in result.warnings if w not in doc.warnings)
-                pages.extend(result.pages)
-                self._emit(EventKind.progress, doc, stage="extract", done=pages[-1].number)
+                read += len(result.pages)
+                # marked pages are written as they come (the live page cards read them); the
+                # last pages wait for the evidence after them, whichever way pages are grouped
+                if marked := furniture.feed(result.pages):
+                    self._take_pages(doc, marked)
+                    ready.extend(marked)
+                self._emit(EventKind.progress, doc, stage="extract", done=result.pages[-1].number)
             if stop.is_set():
                 return False
             if doc.error is not None:  # embedding failed: stop reading
                 return True
-            marked = furniture.feed(pages)  # the last pages wait for the evidence after them
-            self._take_pages(doc, marked)
-            out.put(Batch(doc, chunker.feed(marked), marked[-1].number if marked else 0))
+            out.put(Batch(doc, chunker.feed(ready), ready[-1].number if ready else 0))
         marked = furniture.finish()
         self._take_pages(doc, marked)
         tail = chunker.feed(marked) + chunker.finish()

@@ -247,8 +247,10 @@ def _reading_pdf() -> tuple[bytes, bytes]:
 
 @pytest.fixture(scope="module")
 def reading(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A server that chunks one page at a time and whose OCR takes SCAN_SECONDS a page, one at a
-    time: the text pages are read (and the first of them written) long before the scans are."""
+    """A server whose OCR takes SCAN_SECONDS a page, reading one page per request (as CPU OCR
+    reads a document's first pages) within the default chunk window (longer than the document):
+    the text pages are read, and the first of them written as soon as the furniture check has
+    the pages after them, long before the scans are."""
     root = tmp_path_factory.mktemp("reading")
     pdf, source = _reading_pdf()
     with OcrSimulator(prefill_seconds=SCAN_SECONDS, capacity=1) as sim:
@@ -256,7 +258,8 @@ def reading(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         settings = Settings(
             data_dir=root / "data", ocr=OcrMode.auto, ocr_url=[sim.url], extract_processes=0
         )
-        options = ingest_options(settings).model_copy(update={"window": 1})
+        options = ingest_options(settings).model_copy(update={"extract_window": 1})
+        assert options.window >= TEXT_PAGES + SCANNED_PAGES
         services = build_services(settings, embedder=HashEmbedder(), options=options)
         try:
             with _serving(create_app(services, watch=False)) as base:
