@@ -38,6 +38,7 @@ __all__ = [
     "DENSE_POOL",
     "FOLLOW_AHEAD",
     "MIN_SUPPORT",
+    "RANK_PRIOR",
     "Answer",
     "AnswerOptions",
     "PageRange",
@@ -57,6 +58,7 @@ FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
 _MEET = 1.5
+RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
 PageRange = tuple[int | None, int | None]
 """First and last page (either open) that cited sentences must touch."""
@@ -71,7 +73,10 @@ class AnswerOptions:
     `min_support` (the best pooled sentence's similarity to the question) there is no answer;
     with `cells`, table rows are read as cells, boxed by `cell_box` (else by their row);
     `name_terms` (stems of the words the question names its documents by) lend no support, since
-    every page of those documents carries them (a signature block would win on them)."""
+    every page of those documents carries them (a signature block would win on them); with a
+    `rank_prior`, a sentence's score is divided by 1 + `rank_prior` times its hit's rank (0 for
+    the first hit), so that a re-ranker's first page is cited first unless another is much
+    better supported (measured in docs/benchmarks.md)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -81,6 +86,7 @@ class AnswerOptions:
     cells: bool = True
     cell_box: CellBox | None = None
     name_terms: frozenset[str] = frozenset()
+    rank_prior: float = 0.0
 
 
 class Answer(NamedTuple):
@@ -412,7 +418,8 @@ def extractive_answer(
         chosen = _select(sentences, scores, max_sentences)
     else:
         scores, support = _dense(question, top, sentences, scores, embedder, options.dense_pool)
-        scores = [v * m for v, m in zip(scores, meet, strict=True)]
+        prior = [1.0 / (1.0 + options.rank_prior * s.hit) for s in sentences]
+        scores = [v * m * p for v, m, p in zip(scores, meet, prior, strict=True)]
         chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
     if support is not None and support < options.min_support:
         return Answer(None, [], support)

@@ -131,7 +131,7 @@ async def query_events(
         ranked.hits,
         embedder=retriever.embedder,
         llm=llm,
-        options=retriever.answer_options(req),
+        options=retriever.answer_options(req, ranked),
     ):
         if isinstance(event, DoneEvent):
             event = DoneEvent(
@@ -145,15 +145,15 @@ async def answer_query(
 ) -> QueryResponse:
     """What `POST /query`, `folio query` and MCP's `ask` answer: the search, then the answer,
     generated and checked with an LLM when `llm` is set, else extractive."""
-    hits, failure = await question_hits(retriever, req)
+    ranked = await question_hits(retriever, req)
     response = await answer_response(
         req.question,
-        hits,
+        ranked.hits,
         embedder=retriever.embedder,
         llm=llm,
-        options=retriever.answer_options(req),
+        options=retriever.answer_options(req, ranked),
     )
-    return response.model_copy(update={"rerank_error": failure})
+    return response.model_copy(update={"rerank_error": ranked.rerank_error})
 
 
 async def answer_response(

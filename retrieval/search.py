@@ -12,6 +12,7 @@ from retrieval.answer import (
     DENSE_POOL,
     FOLLOW_AHEAD,
     MIN_SUPPORT,
+    RANK_PRIOR,
     Answer,
     AnswerOptions,
     extractive_answer,
@@ -166,8 +167,9 @@ class Retriever:
     Table cells are cited to the boxes `cell_box` gives (the document JSON's), else their row's.
 
     With a `reranker` (a cross-encoder, local or a service), the first `rerank_candidates` fused
-    chunks are put in its order before the best chunk of each page is taken; when it fails they
-    keep the fused order and `ranked` says why.
+    chunks are put in its order before the best chunk of each page is taken, and the answer
+    cites the re-ranked first page first unless another is much better supported (`RANK_PRIOR`);
+    when it fails they keep the fused order and `ranked` says why.
     """
 
     def __init__(
@@ -254,8 +256,10 @@ class Retriever:
         narrowed = (flt or SearchFilter()).model_copy(update={"doc_ids": doc_ids})
         return narrowed, rest or question
 
-    def answer_options(self, req: QueryRequest) -> AnswerOptions:
-        """How this retriever draws extractive answers for `req` (its page filter included)."""
+    def answer_options(self, req: QueryRequest, ranked: Ranked | None = None) -> AnswerOptions:
+        """How this retriever draws extractive answers for `req` (its page filter included), from
+        the hits `ranked` (re-ranked unless it says why not)."""
+        reranked = self.reranker is not None and (ranked is None or ranked.rerank_error is None)
         return AnswerOptions(
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
@@ -264,6 +268,7 @@ class Retriever:
             pages=(req.page_from, req.page_to),
             following=self.following,
             name_terms=self._name_terms(req),
+            rank_prior=RANK_PRIOR if reranked else 0.0,
         )
 
     def _name_terms(self, req: QueryRequest) -> frozenset[str]:
@@ -282,9 +287,10 @@ class Retriever:
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""
         started = time.perf_counter()
-        scored, failure = self.ranked(req.question, req.top_k, search_filter(req))
+        ranked = self.ranked(req.question, req.top_k, search_filter(req))
+        scored, failure = ranked
         answer = extractive_answer(
-            req.question, scored, embedder=self.embedder, options=self.answer_options(req)
+            req.question, scored, embedder=self.embedder, options=self.answer_options(req, ranked)
         )
         logger.debug(
             "query %r: %d hits in %.1f ms",
