@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import multiprocessing
+import multiprocessing.util
 import os
 import tempfile
 import threading
@@ -143,6 +144,15 @@ class RenderPool:
         if processes:
             context = multiprocessing.get_context("spawn")
             self._executor = ProcessPoolExecutor(workers, mp_context=context)
+            # a pool made in a worker process (the extraction process) must stop before that
+            # process joins its children at exit, where atexit and weakref.finalize never run;
+            # above the priority (10) at which its queues' feeder threads are told to stop
+            multiprocessing.util.Finalize(
+                self,
+                self._executor.shutdown,
+                kwargs={"wait": True, "cancel_futures": True},
+                exitpriority=20,
+            )
         else:
             self._executor = ThreadPoolExecutor(workers, thread_name_prefix="page-render")
         self._local = threading.local()

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pymupdf
 import pytest
 
+from doubles.embed_server import EmbedServer
+from doubles.fakes import HashEmbedder
 from doubles.loopback import closed_port_url
 from doubles.ocr_simulator import OcrSimulator
 from ocr_engine.schema import PageStatus
 from retrieval.schema import QueryRequest
 from server.services import Services, build_services
 from server.settings import Settings
+from tests.conftest import REPO_ROOT
 from tests.pdfgen import FACTS, fact_pdf
 
 TITLE, SECTIONS = FACTS["bakery.pdf"]
@@ -81,6 +88,38 @@ def test_scanned_pages_are_read_by_the_endpoint_and_text_pages_by_the_text_layer
     assert first.route == "no text layer"
     assert second.engine.name == "pymupdf" and second.route == "text layer"
     assert any("rye flour" in line.text for b in first.blocks for line in b.lines)
+
+
+def test_folio_ingest_exits_after_its_extraction_process_read_scans(
+    tmp_path: Path, simulator: OcrSimulator
+) -> None:
+    """The extraction process's render processes stop with it: `folio ingest` exits."""
+    text_pdf = fact_pdf(TITLE, SECTIONS, filler_pages=0)
+    scan = scanned(text_pdf)
+    simulator.register_pdf(scan, text_source=text_pdf)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "scan.pdf").write_bytes(scan)
+    with EmbedServer(HashEmbedder(64), model="test/embed") as embed:
+        env = {
+            **os.environ,
+            "FOLIO_OCR_URL": simulator.url,
+            "FOLIO_EMBED_URL": embed.url,
+            "FOLIO_EMBED_MODEL": "test/embed",
+            "FOLIO_EXTRACT_PROCESSES": "1",
+        }
+        folio = str(Path(sys.executable).parent / "folio")
+        command = [folio, "ingest", str(tmp_path / "in"), "--data-dir", str(tmp_path / "data")]
+        proc = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE, start_new_session=True
+        )
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # and the processes it left
+            proc.communicate()
+            pytest.fail("folio ingest did not exit after reading a scan through the endpoint")
+    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+    assert b"1 new" in err and b"0 failed" in err
 
 
 def test_dead_endpoint_falls_back_to_cpu_ocr_and_says_so(tmp_path: Path) -> None:
