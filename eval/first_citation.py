@@ -63,6 +63,22 @@ def _ask(retriever: Any, case: BoxCase, prior: bool) -> tuple[Cited, float, str]
     return Cited(cites, hits), seconds, rank  # type: ignore[arg-type]
 
 
+def _show(setting: str, case: BoxCase, cited: Cited) -> None:
+    """A first citation that misses the gold boxes: where it is, and where they are."""
+    from eval.evidence_boxes import HIT_SHARE, inside_share
+
+    if not cited.citations:
+        print(f"[{setting}] no answer: {case.question[:120]}")
+        return
+    doc, page, box = cited.citations[0]
+    golds = case.boxes.get(page, []) if doc == case.doc else []
+    if golds and inside_share(box, golds) >= HIT_SHARE:
+        return
+    where = "gold page" if golds else "another page"
+    print(f"[{setting}] {where}: {case.question[:120]} ({', '.join(case.sources)})")
+    print(f"    cited {doc} p{page} {[round(v) for v in box]}; gold {case.doc} {case.boxes}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -70,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folio-index", type=Path, required=True)
     parser.add_argument("--candidates", type=int, default=20, help="chunks the re-ranker orders")
     parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
+    parser.add_argument("--show", action="store_true", help="list the first citations that miss")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     from retrieval.rerank import OnnxReranker
@@ -96,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         for case in cases:
             one, seconds, rank = _ask(retriever, case, prior=setting != "local, no rank prior")
             cited.append(one)
+            if args.show:
+                _show(setting, case, one)
             times.append(seconds)
             ranks[rank] += 1
         scores = score_boxes(cases, cited, lines)
