@@ -100,6 +100,7 @@ def open_folio(
     from ingest.pipeline import FileStatus
 
     log.info("ingesting %d PDFs into %s", len(pdfs), directory)
+    services.sync.recover()  # as `folio ingest` does: a build stopped part way goes on
     started = time.perf_counter()
     results = services.sync.ingest_paths(pdfs)
     seconds = time.perf_counter() - started
