@@ -1,5 +1,6 @@
-"""Page windows read by real `folio worker` processes through a real redis-server: a worker
-killed mid-run, and still exactly the points of an embedded run; a broker that is not there."""
+"""Page windows read by real `folio worker` processes through a real redis-server: mixed PDFs
+(text layer and scans read by the OCR simulator, embedded by the embeddings server), a worker
+killed mid-OCR, and still exactly the points of an embedded run; a broker that is not there."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from doubles.embed_server import EmbedServer
 from doubles.fakes import HashEmbedder
 from doubles.loopback import free_port
+from doubles.ocr_simulator import OcrSimulator
 from ingest.records import DocStatus
 from ingest.work_queue import BrokerUnavailableError, QueueExtractor
 from ocr_engine.options import OcrMode
@@ -24,10 +27,15 @@ from server.datadir import DataDirLock
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.conftest import REPO_ROOT, shared_path
-from tests.pdfgen import fact_pdf
+from tests.pdfgen import FACTS, fact_pdf
+from tests.test_ocr_pipeline import scanned
 
 FOLIO = str(Path(sys.executable).parent / "folio")
 HEARTBEAT_S = 2.0
+EMBED_MODEL = "test/embed"
+# scanned PDFs: the facts they show and the text-layer pages they keep
+SCANS = {"bakery scan.pdf": ("bakery.pdf", (2,)), "kelud scan.pdf": ("volcano.pdf", ())}
+SCAN_PAGES = 3
 
 
 @pytest.fixture
@@ -70,19 +78,32 @@ def _points(services: Services) -> dict[str, list[tuple[str, str, str]]]:
     }
 
 
-def _pages(services: Services) -> dict[str, list[int]]:
+def _scans(folder: Path, sim: OcrSimulator) -> None:
+    """Two scanned PDFs in `folder` (one with a text-layer page), registered with `sim`."""
+    for name, (facts, kept) in SCANS.items():
+        text = fact_pdf(*FACTS[facts], filler_pages=SCAN_PAGES - 1)
+        scan = scanned(text, keep_text_pages=kept)
+        sim.register_pdf(scan, text_source=text)
+        (folder / name).write_bytes(scan)
+
+
+def _pages(services: Services) -> dict[str, list[tuple[int, str, str | None, str]]]:
+    """Every read document's pages: (number, engine, route, status), by the document's source."""
     out = {}
     for record in services.ledger.documents():
         if record.status not in (DocStatus.ok, DocStatus.partial):
             continue
         document = services.files.load_document(record.doc_id)
-        out[record.source] = [page.number for page in document.pages]
+        out[record.source] = [
+            (page.number, page.engine.name, page.route, page.status.value)
+            for page in document.pages
+        ]
     return out
 
 
 def _worker(data_dir: Path, url: str, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
+    env = {  # no OCR or embeddings settings: the OCR endpoint comes with each unit
+        **{k: v for k, v in os.environ.items() if not k.startswith("FOLIO_")},
         "FOLIO_BROKER_URL": url,
         "FOLIO_BROKER_HEARTBEAT_S": str(HEARTBEAT_S),
         "HF_HUB_OFFLINE": "1",
@@ -93,78 +114,159 @@ def _worker(data_dir: Path, url: str, log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def _units(log: Path, state: str) -> set[str]:
-    """Ids of the units a worker's log shows `started` or `read`."""
+def _units(log: Path, state: str) -> dict[str, str]:
+    """The units a worker's log shows `started` (id: pages and document) or `read` (id: "")."""
     lines = log.read_text(errors="replace").splitlines()
-    marks = [line.split("unit ", 1)[1].split(":") for line in lines if "work_queue: unit " in line]
-    return {m[0] for m in marks if (m[1].strip() == "read") == (state == "read")}
+    marks = [
+        line.split("unit ", 1)[1].split(":", 1) for line in lines if "work_queue: unit " in line
+    ]
+    return {m[0]: m[1].strip() for m in marks if (m[1].strip() == "read") == (state == "read")}
 
 
-def _stop_mid_unit(proc: subprocess.Popen[bytes], log: Path) -> set[str]:
-    """Freeze the worker (SIGSTOP) at a moment it is reading a unit; the units it holds."""
+def _holds_one_of(what: str, pages: set[tuple[str, int]]) -> bool:
+    """Whether a started unit ("pages 3-4 of name.pdf") holds one of `pages` (source, number)."""
+    span, name = what.removeprefix("pages ").split(" of ", 1)
+    first, last = (int(n) for n in span.split("-"))
+    return any((name, n) in pages for n in range(first, last + 1))
+
+
+def _stop_mid_unit(
+    workers: list[subprocess.Popen[bytes]],
+    logs: list[Path],
+    pages: set[tuple[str, int]],
+    asked: Callable[[], bool],
+) -> tuple[int, set[str]]:
+    """Freeze the workers (SIGSTOP) until one alone holds a unit with one of `pages` while
+    `asked()` (its request is at the endpoint); the others go on. Which one, and its units."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        proc.send_signal(signal.SIGSTOP)
-        unfinished = _units(log, "started") - _units(log, "read")
-        if unfinished:
-            return unfinished
-        proc.send_signal(signal.SIGCONT)
+        for proc in workers:
+            proc.send_signal(signal.SIGSTOP)
+        held = []
+        for log in logs:
+            started, read = _units(log, "started"), _units(log, "read")
+            held.append({unit: what for unit, what in started.items() if unit not in read})
+        holding = [
+            i
+            for i, units in enumerate(held)
+            if any(_holds_one_of(w, pages) for w in units.values())
+        ]
+        caught = len(holding) == 1 and asked()
+        for index, proc in enumerate(workers):
+            if not caught or index != holding[0]:
+                proc.send_signal(signal.SIGCONT)
+        if caught:
+            return holding[0], set(held[holding[0]])
         time.sleep(0.01)
-    raise AssertionError("the worker was never caught reading a unit")
+    raise AssertionError(f"no worker was caught alone reading one of {sorted(pages)}")
+
+
+def _children(pid: int) -> set[int]:
+    """The live processes whose parent is `pid` (Linux /proc)."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, parent = stat.read_text().rsplit(")", 1)[1].split()[:2]
+        except OSError:
+            continue
+        if int(parent) == pid and state != "Z":
+            out.add(int(stat.parent.name))
+    return out
+
+
+def _alive(pids: set[int]) -> set[int]:
+    out = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.add(pid)
+    return out
 
 
 def test_two_workers_one_killed_give_exactly_the_points_of_an_embedded_run(
     tmp_path: Path, redis_url: str
 ) -> None:
+    """Text-layer and scanned PDFs, the scans read by the OCR simulator and every chunk embedded
+    by the embeddings server, both on loopback, in the embedded run and in the queued one."""
     folder = _folder(tmp_path)
-    embedded = build_services(_settings(tmp_path / "embedded"), embedder=HashEmbedder(64))
-    try:
-        expected = {r.source: r.status for r in embedded.sync.ingest_paths([folder])}
-        points, pages = _points(embedded), _pages(embedded)
-    finally:
-        embedded.close()
-    assert sum(status == "ok" for status in expected.values()) >= 5
-
-    data = tmp_path / "queued"
-    settings = _settings(
-        data, broker_url=redis_url, broker_window=2, broker_heartbeat_s=HEARTBEAT_S
-    )
-    coordinator = build_services(settings, embedder=HashEmbedder(64))
-    extractor = coordinator.ingestor.extractor
-    assert isinstance(extractor, QueueExtractor)
-    workers = [_worker(data, redis_url, tmp_path / f"worker{i}.log") for i in (1, 2)]
-    results: list[object] = []
-    try:
-        run = threading.Thread(
-            target=lambda: results.extend(coordinator.sync.ingest_paths([folder]))
-        )
-        run.start()
-        deadline = time.monotonic() + 60
-        while extractor.sent < 12:  # both workers busy, most of the units still to come
-            assert time.monotonic() < deadline and run.is_alive(), "no units were sent"
-            time.sleep(0.05)
-        unfinished = _stop_mid_unit(workers[0], tmp_path / "worker1.log")
-        workers[0].send_signal(signal.SIGKILL)
-        killed_at = len(results)
-        run.join(120)
-        assert not run.is_alive(), "the run did not end after a worker was killed"
-        assert killed_at < len(expected)  # killed mid-run
-        got = {r.source: r.status for r in results}  # type: ignore[attr-defined]
-        errors = [r.error for r in results if r.status == "failed"]  # type: ignore[attr-defined]
-        assert got == expected, errors
-        assert {r.source: r.status for r in coordinator.ledger.documents()} == {
-            s: DocStatus(v.value) for s, v in expected.items()
+    sim = OcrSimulator(capacity=8, seconds_per_token=0.002, prefill_seconds=0.3)
+    embed = EmbedServer(HashEmbedder(64), model=EMBED_MODEL)
+    with sim, embed:
+        _scans(folder, sim)
+        endpoints = {
+            "ocr": OcrMode.auto,
+            "ocr_url": [sim.url],
+            "figure_ocr": False,  # the simulator knows pages, not the crops of figures
+            "embed_url": embed.url,
+            "embed_model": EMBED_MODEL,
         }
-        assert _points(coordinator) == points
-        assert _pages(coordinator) == pages
-        assert extractor.sent >= sum(len(p) for p in pages.values()) // 2
-        assert unfinished <= _units(tmp_path / "worker2.log", "read")  # re-delivered
-    finally:
-        coordinator.close()
-        for proc in workers:
-            proc.kill()
-            proc.wait(10)
-    assert workers[0].returncode == -signal.SIGKILL
+        embedded = build_services(_settings(tmp_path / "embedded", **endpoints))
+        try:
+            expected = {r.source: r.status for r in embedded.sync.ingest_paths([folder])}
+            points, pages = _points(embedded), _pages(embedded)
+        finally:
+            embedded.close()
+        scan_pages = {(name, n) for name in SCANS for n in range(1, SCAN_PAGES + 1)}
+        scan_pages -= {(name, n) for name, (_, kept) in SCANS.items() for n in kept}
+        read = {(name, page[0]): page[1:] for name in SCANS for page in pages[name]}
+        assert {read[page] for page in scan_pages} == {("vllm", "no text layer", "ok")}
+        assert sum(status == "ok" for status in expected.values()) >= 7
+        sim.reset_stats()
+        embedded_batches = len(embed.batches)
+
+        data = tmp_path / "queued"
+        settings = _settings(
+            data,
+            broker_url=redis_url,
+            broker_window=2,
+            broker_heartbeat_s=HEARTBEAT_S,
+            **endpoints,
+        )
+        coordinator = build_services(settings)
+        extractor = coordinator.ingestor.extractor
+        assert isinstance(extractor, QueueExtractor)
+        logs = [tmp_path / f"worker{i}.log" for i in (1, 2)]
+        workers = [_worker(data, redis_url, log) for log in logs]
+        results: list[object] = []
+        try:
+            run = threading.Thread(
+                target=lambda: results.extend(coordinator.sync.ingest_paths([folder]))
+            )
+            run.start()
+            killed, unfinished = _stop_mid_unit(
+                workers, logs, scan_pages, lambda: sim.stats.in_flight > 0
+            )
+            left = _children(workers[killed].pid)  # its render processes among them
+            workers[killed].send_signal(signal.SIGKILL)
+            sent_at_kill = extractor.sent
+            run.join(120)
+            assert not run.is_alive(), "the run did not end after a worker was killed"
+            assert sent_at_kill < extractor.sent  # killed mid-run: units were sent after
+            got = {r.source: r.status for r in results}  # type: ignore[attr-defined]
+            errors = [r.error for r in results if r.status == "failed"]  # type: ignore[attr-defined]
+            assert got == expected, errors
+            assert {r.source: r.status for r in coordinator.ledger.documents()} == {
+                s: DocStatus(v.value) for s, v in expected.items()
+            }
+            assert _points(coordinator) == points
+            assert _pages(coordinator) == pages  # each page once, read by the same engine
+            assert extractor.sent >= sum(len(p) for p in pages.values()) // 2
+            other = logs[1 - killed]
+            assert unfinished <= set(_units(other, "read"))  # re-delivered
+            assert left and not _alive(left), "the killed worker left processes behind"
+        finally:
+            coordinator.close()
+            for proc in workers:
+                proc.kill()
+                proc.wait(10)
+        stats = sim.stats
+        assert workers[killed].returncode == -signal.SIGKILL
+    # the workers read the scans through the simulator (the coordinator reads no page)
+    assert stats.completed >= len(scan_pages) and set(stats.status_counts) == {200}
+    assert len(embed.batches) > embedded_batches
 
 
 def test_a_broker_that_is_not_there_is_named_at_start(tmp_path: Path) -> None:
