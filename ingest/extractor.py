@@ -28,6 +28,7 @@ from ingest.page_cache import SqlitePageCache
 from ocr_engine.errors import FolioError
 from ocr_engine.images import document_pdf_bytes
 from ocr_engine.options import ExtractOptions
+from ocr_engine.parent_watch import watch_parent
 from ocr_engine.pdf import open_pdf
 from ocr_engine.reader import PageReader
 from ocr_engine.schema import Page
@@ -35,8 +36,6 @@ from ocr_engine.schema import Page
 __all__ = ["DocInfo", "Extractor", "WindowResult", "WorkerCrashedError"]
 
 log = logging.getLogger(__name__)
-
-_PARENT_POLL_S = 1.0
 
 
 class WorkerCrashedError(FolioError):
@@ -112,18 +111,11 @@ class WindowReader:
 _WORKER: WindowReader | None = None
 
 
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(_PARENT_POLL_S)
-        if os.getppid() != parent:
-            os._exit(1)
-
-
 def _init_worker(options_json: str, cache_path: str | None, limits_json: str, parent: int) -> None:
     global _WORKER
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    watch_parent(parent)
     _WORKER = WindowReader(
         ExtractOptions.model_validate_json(options_json),
         Path(cache_path) if cache_path else None,

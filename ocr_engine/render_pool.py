@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import pymupdf
 
+from ocr_engine.parent_watch import watch_parent
 from ocr_engine.render import render_page
 
 __all__ = ["BodyBuilder", "PageRequest", "RenderPool", "SourceDocument"]
@@ -35,7 +36,6 @@ __all__ = ["BodyBuilder", "PageRequest", "RenderPool", "SourceDocument"]
 # (image data URL, width px, height px) -> the JSON request body; picklable for processes
 BodyBuilder = Callable[[str, int, int], bytes]
 _OPEN_DOCUMENTS = 2
-_PARENT_POLL_S = 1.0
 
 
 @dataclass(slots=True)
@@ -135,17 +135,6 @@ def _ready() -> bool:
     return True
 
 
-def _exit_with(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(_PARENT_POLL_S)
-    os._exit(1)
-
-
-def _watch_parent(parent: int) -> None:
-    """A render process ends when its parent dies (a SIGKILLed worker leaves none behind)."""
-    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
-
-
 class RenderPool:
     """`workers` processes (or threads) rendering pages; `close` it when done."""
 
@@ -156,7 +145,7 @@ class RenderPool:
         if processes:
             context = multiprocessing.get_context("spawn")
             self._executor = ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_watch_parent, initargs=(os.getpid(),)
+                workers, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
             )
             # a pool made in a worker process (the extraction process) must stop before that
             # process joins its children at exit, where atexit and weakref.finalize never run;
