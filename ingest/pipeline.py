@@ -412,6 +412,15 @@ class Ingestor:
         )
         self._emit(EventKind.finished, doc, status=status, done=doc.pages, error=result.error)
         self._discard(doc)
+        log.info(
+            "%s: %s, %d pages, %d chunks in %.1f s%s",
+            status.value,
+            result.source,
+            result.pages,
+            result.chunks,
+            result.seconds,
+            f" ({result.error})" if result.error else "",
+        )
         return result
 
     def _write_points(self, doc: DocRun) -> None:
@@ -450,7 +459,8 @@ class Ingestor:
         self.ledger.fail(
             doc.doc_id, [reason], kind, retry_at=retry_at, timings=self._timings(doc, 0.0)
         )
-        log.info("failed: %s: %s", doc.record.source, reason)
+        named = reason if reason.startswith(doc.record.source) else f"{doc.record.source}: {reason}"
+        log.info("failed: %s", named)
         self._emit(EventKind.finished, doc, status=DocStatus.failed, error=reason)
         return FileResult(
             path=doc.record.paths[0] if doc.record.paths else "",

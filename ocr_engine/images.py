@@ -254,6 +254,12 @@ def document_pdf_bytes(data: bytes, name: str) -> bytes:
     """PDF bytes of a document file: a PDF as it is, an image wrapped; the name must agree with
     the content when it has a known suffix (a .png that holds a JPEG or a PDF is refused)."""
     kind = sniff(data)
+    named = _NAMED.get(Path(name).suffix.lower())
+    if kind is None and named is not None and named != "pdf" and data:
+        raise BadInputError(
+            f"{name}: named {Path(name).suffix} but is not {_WORDS[named]} "
+            f"(no {named.upper()} signature: damaged, or another kind of file)"
+        )
     if kind is None:
         return data  # open_pdf says what it is instead
     _check_name(kind, name)

@@ -137,20 +137,31 @@ def retry(
     """Process failed documents again now, without waiting for their backoff."""
     setup_logging(verbose)
     from ingest.scan import summarize
+    from server.remote import RemoteFolio
 
-    services = open_services(load_settings(data_dir=data_dir), "retry")
+    target = open_or_remote(load_settings(data_dir=data_dir), "retry")
     started = time.perf_counter()
-    try:
-        services.sync.recover()
-        queued = services.sync.retry(include_permanent=all_failed)
-        results = with_progress(services.events, services.sync.process_pending) if queued else []
-    finally:
-        services.close()
-    if not results:
+    if isinstance(target, RemoteFolio):
+        progress = Progress()
+        try:
+            summary = remote_call(
+                lambda: target.retry(include_permanent=all_failed, on_event=progress)
+            )
+        finally:
+            progress.close()
+            target.close()
+    else:
+        try:
+            target.sync.recover()
+            queued = target.sync.retry(include_permanent=all_failed)
+            results = with_progress(target.events, target.sync.process_pending) if queued else []
+        finally:
+            target.close()
+        summary = summarize(results, [])
+        summary.seconds = time.perf_counter() - started
+    if not summary.results:
         typer.echo("nothing to retry", err=True)
         return
-    summary = summarize(results, [])
-    summary.seconds = time.perf_counter() - started
     if report(summary):
         raise typer.Exit(1)
 

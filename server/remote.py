@@ -62,6 +62,14 @@ class RemoteFolio:
             response = self._call("POST", "/ingest", json=body, timeout=None)
         return IngestSummary.model_validate(response.json())
 
+    def retry(
+        self, *, include_permanent: bool, on_event: Callable[[IngestEvent], None]
+    ) -> IngestSummary:
+        """Process the server's failed documents again now (`POST /retry`)."""
+        with self._events(on_event):
+            response = self._call("POST", "/retry", json={"all": include_permanent}, timeout=None)
+        return IngestSummary.model_validate(response.json())
+
     @contextmanager
     def _events(self, on_event: Callable[[IngestEvent], None]) -> Iterator[None]:
         """Follow `GET /events` in a thread for as long as the block runs."""

@@ -117,8 +117,11 @@ def test_cli_beside_the_server_uses_its_api_and_the_index_stays_writable(
     answer = json.loads(asked.stdout)
     assert answer["citations"] and answer["citations"][0]["source"] == "volcano.pdf"
 
-    refused = _cli("retry", "--data-dir", str(data))  # needs the index for itself
-    assert refused.returncode == 2
+    retried = _cli("retry", "--data-dir", str(data))  # through the server: nothing failed
+    assert retried.returncode == 0, retried.stderr
+    assert f"using {base}" in retried.stderr and "nothing to retry" in retried.stderr
+    refused = _cli("serve", "--data-dir", str(data), "--port", str(free_port()))
+    assert refused.returncode == 2, refused.stderr  # a second server needs the index for itself
     assert f"in use by `folio serve` (pid {proc.pid}" in refused.stderr
     assert _index_files(data) == before, "a refused command touched the index"
 
@@ -139,6 +142,15 @@ def test_cli_beside_the_server_uses_its_api_and_the_index_stays_writable(
     assert "1 file: 1 new, 0 changed, 0 unchanged, 0 failed; 0 removed" in ingested.stderr
     again = _cli("ingest", str(extra), "--data-dir", str(data))
     assert "1 file: 0 new, 0 changed, 1 unchanged, 0 failed" in again.stderr
+
+    # `folio retry` beside the server: the server reads the failed file again, and says so
+    (inbox / "broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj <<>> endobj\n")
+    with httpx.Client(base_url=base, timeout=10) as client:
+        _wait(lambda: _status(client, "broken.pdf") == "failed", what="broken.pdf to fail")
+    retried = _cli("retry", "--all", "--data-dir", str(data))
+    assert retried.returncode == 1, retried.stderr  # it fails again, for the same reason
+    assert f"using {base}" in retried.stderr
+    assert "1 file: 0 new, 0 changed, 0 unchanged, 1 failed" in retried.stderr, retried.stderr
 
 
 def test_a_second_holder_is_refused_and_told_who_holds_it(tmp_path: Path) -> None:

@@ -98,6 +98,8 @@ def test_exif_orientation_is_applied_and_ocr_boxes_land_on_the_text() -> None:
         ("photo.png", lambda: encode(text_image(LINES), "JPEG"), "named .png but is a JPEG"),
         ("report.png", lambda: image_to_pdf(encode(text_image(LINES), "PNG"), "x.png"), "a PDF"),
         ("scan.pdf", lambda: encode(text_image(LINES), "PNG"), "named .pdf but is a PNG"),
+        ("fake.png", lambda: b"not a png", "named .png but is not a PNG image"),
+        ("photo.jpg", lambda: b"<html>a saved page</html>", "named .jpg but is not a JPEG image"),
         (
             "anim.gif",
             lambda: encode(

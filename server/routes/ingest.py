@@ -1,19 +1,21 @@
-"""`POST /ingest`: sync paths of the server's own disk, as `folio ingest` does; what the CLI uses
-while `folio serve` holds the data directory. Loopback clients only, since the paths are the
-server's."""
+"""`POST /ingest`: sync paths of the server's own disk, as `folio ingest` does, and `POST /retry`,
+as `folio retry` does; what the CLI uses while `folio serve` holds the data directory. `/ingest`
+takes loopback clients only, since the paths are the server's."""
 
 from __future__ import annotations
 
 import ipaddress
+import time
 from pathlib import Path
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from ingest.options import IngestSummary
+from ingest.scan import summarize
 from server.deps import ApiError, Svc
 
-__all__ = ["IngestRequest", "router"]
+__all__ = ["IngestRequest", "RetryRequest", "router"]
 
 router = APIRouter(tags=["documents"])
 
@@ -47,3 +49,20 @@ def ingest(body: IngestRequest, request: Request, svc: Svc) -> IngestSummary:
     if missing := [str(p) for p in paths if not p.exists()]:
         raise ApiError(404, "no_such_path", f"no such file or directory: {', '.join(missing[:5])}")
     return svc.sync.ingest_summary(paths, force=body.force)
+
+
+class RetryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    all: bool = Field(default=False, description="also documents that failed for good (bad input)")
+
+
+@router.post("/retry")
+def retry(body: RetryRequest, svc: Svc) -> IngestSummary:
+    """Process failed documents again now, without waiting for their backoff, and answer when
+    they are done (an empty summary when none failed)."""
+    started = time.perf_counter()
+    queued = svc.sync.retry(include_permanent=body.all)
+    summary = summarize(svc.sync.process_pending() if queued else [], [])
+    summary.seconds = time.perf_counter() - started
+    return summary
