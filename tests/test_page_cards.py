@@ -202,6 +202,8 @@ def test_cards_appear_one_by_one_with_boxes_on_the_text(
         timeout=SLOW_MS,
     )
     page.screenshot(path=str(shots / "cards-viewer.png"))
+    assert page.inner_text("#viewer-title").endswith("page 1, table block")
+    assert page.inner_text("#viewer-status") == "The block is highlighted."
     assert served["services"].ledger.count() == before
 
     page.keyboard.press("Escape")

@@ -70,14 +70,15 @@ async function show(page) {
     image.src = blobUrl;
     image.dataset.page = String(page);
     image.dataset.cited = cited ? "true" : "false";
-    setText($("viewer-status"), cited ? "The cited region is highlighted." : "");
+    setText($("viewer-status"), cited ? state.note : "");
   } catch (error) {
     if (error.name === "AbortError") return;
     setText($("viewer-status"), `This page could not be shown: ${describe(error)}`);
   }
 }
 
-/** Open the viewer on a citation's page with its regions highlighted. */
+/** Open the viewer on a citation's page with its regions highlighted (a page card's block passes
+ * its own `label` and `note` in place of the citation's number and wording). */
 export async function openCitation(citation) {
   const dialog = $("viewer");
   state = {
@@ -90,8 +91,9 @@ export async function openCitation(citation) {
     template: citation.page_url_template,
     focus: citation.bbox,
     sizes: null,
+    note: citation.note || "The cited region is highlighted.",
   };
-  setText($("viewer-title"), `${citation.source} — [${citation.n}]`);
+  setText($("viewer-title"), `${citation.source} — ${citation.label || `[${citation.n}]`}`);
   const quote = $("viewer-quote");
   setText(quote, citation.quote || "");
   quote.hidden = !citation.quote;
