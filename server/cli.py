@@ -262,8 +262,10 @@ def query(
         typer.echo(f"error: {exc.errors()[0]['msg']}", err=True)
         raise typer.Exit(2) from None
     target = open_or_remote(load_settings(data_dir=data_dir), "query")
+    base = ""  # links open in a browser only through a running server
     try:
         if isinstance(target, RemoteFolio):
+            base = target.url
             response = remote_call(lambda: target.query(request))
         else:
             response = _answer_locally(target, request)
@@ -280,7 +282,8 @@ def query(
     typer.echo(response.answer)
     for c in response.citations:
         box = ", ".join(f"{v:.0f}" for v in c.bbox)
-        typer.echo(f"  [{c.n}] {c.source} p.{c.page} [{box}]  {c.highlight_url}")
+        link = f"{base}{c.viewer_url}" if base and c.viewer_url else c.highlight_url
+        typer.echo(f"  [{c.n}] {c.source} p.{c.page} [{box}]  {link}")
 
 
 def _answer_locally(services: Any, request: Any) -> Any:

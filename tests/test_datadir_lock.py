@@ -116,6 +116,12 @@ def test_cli_beside_the_server_uses_its_api_and_the_index_stays_writable(
     assert asked.returncode == 0, asked.stderr
     answer = json.loads(asked.stdout)
     assert answer["citations"] and answer["citations"][0]["source"] == "volcano.pdf"
+    plain = _cli("query", "When did the Kelud volcano erupt?", "--data-dir", str(data))
+    assert plain.returncode == 0, plain.stderr
+    link = plain.stdout.splitlines()[1].split()[-1]  # "  [1] volcano.pdf p.1 [box]  LINK"
+    assert link.startswith(f"{base}/documents/"), plain.stdout  # one a browser can open
+    with httpx.Client(timeout=10) as client:
+        assert client.get(link).status_code == 200
 
     retried = _cli("retry", "--data-dir", str(data))  # through the server: nothing failed
     assert retried.returncode == 0, retried.stderr
