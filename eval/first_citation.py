@@ -34,7 +34,7 @@ from eval.retrieval_data import load_corpus
 from eval.retrieval_index import open_folio
 from eval.retrieval_metrics import image_only_docs
 
-SETTINGS = ("off", "local", "local, no rank prior")
+SETTINGS = ("off", "local", "local, no rank prior", "off, terms alone", "off, 4 sentences")
 
 
 def _ask(retriever: Any, case: BoxCase, prior: bool) -> tuple[Cited, float, str]:
@@ -104,11 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     retriever = services.retriever
     lines = line_boxes(services)
     cross = OnnxReranker()
+    dense = retriever.dense_sentences
     rows = []
     notes = []
     for setting in args.settings:
-        retriever.reranker = None if setting == "off" else cross
+        retriever.reranker = None if setting.startswith("off") else cross
         retriever.rerank_candidates = args.candidates
+        retriever.dense_sentences = {"off, terms alone": 0, "off, 4 sentences": 4}.get(
+            setting, dense
+        )
         cited, times, ranks = [], [], Counter[str]()
         for case in cases:
             one, seconds, rank = _ask(retriever, case, prior=setting != "local, no rank prior")
