@@ -115,6 +115,9 @@ _LANGUAGE_WORDS = {
 _LANGUAGES = {code: frozenset(words.split()) for code, words in _LANGUAGE_WORDS.items()}
 
 
+_TITLE_SIZE = 0.85  # type at least this share of the first page's largest can be the title
+
+
 def _size(block: Block) -> float:
     heights = [ln.bbox[3] - ln.bbox[1] for ln in block.lines if ln.text.strip()]
     return statistics.median(heights) if heights else block.bbox[3] - block.bbox[1]
@@ -290,8 +293,13 @@ class _Reading:
 
     def _largest(self, count: int) -> list[str]:
         """The texts of the largest type on the first page, largest first."""
+        ranked = sorted(self._first_page_texts(), key=_size, reverse=True)
+        return [b.text.strip() for b in ranked[:count]]
+
+    def _first_page_texts(self) -> list[Block]:
+        """The first page's blocks that could be a title (no tables, no long paragraphs)."""
         first = self.pages[0].number
-        blocks = [
+        return [
             b
             for n, b in self.body
             if n == first
@@ -301,8 +309,6 @@ class _Reading:
             and sum(c.isalpha() for c in b.text) >= 3
             and not _NOT_A_TITLE.search(b.text.strip())
         ]
-        ranked = sorted(blocks, key=_size, reverse=True)
-        return [b.text.strip() for b in ranked[:count]]
 
     def _organisation(self) -> str | None:
         scores: dict[str, float] = {}
@@ -364,10 +370,16 @@ class _Reading:
         meta = self.metadata.get("title", "").strip()
         if meta and not _BAD_TITLE.search(meta) and len(_WORD.findall(meta)) >= 2:
             return meta[:200]
-        largest = self._largest(1)
-        if not largest:
+        blocks = self._first_page_texts()
+        if not blocks:
             return None
-        return re.sub(r"\s+", " ", largest[0])[:200] or None
+        top = max(_size(b) for b in blocks)
+        large = [b for b in blocks if _size(b) >= _TITLE_SIZE * top]
+        headings = [b for b in large if b.type in (BlockType.title, BlockType.section_header)]
+        # the topmost of the large headings: a document's name leads its first page, though a
+        # section heading further down may be set a little larger
+        chosen = min(headings or large, key=lambda b: b.bbox[1])
+        return re.sub(r"\s+", " ", chosen.text.strip())[:200] or None
 
     # period, language ---------------------------------------------------------------------------
 

@@ -83,6 +83,21 @@ def test_a_filing_cover_gives_the_card(tmp_path: Path) -> None:
     assert "adobe" in card.aliases
 
 
+def test_the_title_is_the_first_heading_though_a_later_one_is_set_larger(tmp_path: Path) -> None:
+    essay: list[Line] = [
+        (13.5, "The Evolution of the Word Processor"),
+        (10, "The concept of the word processor predates modern computers by a century."),
+        (15, "Pre-Digital Era (19th - Early 20th Century)"),
+        (10, "The origins of word processing can be traced back to the typewriter."),
+        (15, "The Birth of Word Processing (1960s - 1970s)"),
+        (10, "The term word processor first emerged in the 1960s."),
+    ]
+    pdf = tmp_path / "doc_0002.pdf"
+    pdf.write_bytes(_pdf([essay]))
+    card = document_card(extract_document(pdf, options=NEVER))
+    assert card.title == "The Evolution of the Word Processor"
+
+
 def test_opaque_file_names_route_by_the_card(services: Services, tmp_path: Path) -> None:
     ids = _ingest(
         services,
