@@ -10,19 +10,18 @@ from typing import Annotated, Any
 import typer
 
 from server.cli_support import (
-    Progress,
     build_or_exit,
     load_settings,
     local_url,
     open_or_remote,
     open_services,
     plural,
+    processed,
     refuse_busy,
     remote_call,
     report,
     setup_logging,
     shown,
-    with_progress,
 )
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -101,24 +100,12 @@ def ingest(
     present = [p for p in paths if p.exists()]
     if not present:
         raise typer.Exit(1)
-    from server.remote import RemoteFolio
-
     target = open_or_remote(load_settings(data_dir=data_dir, ocr=ocr, ocr_url=ocr_url), "ingest")
-    if isinstance(target, RemoteFolio):
-        progress = Progress()
-        try:
-            summary = remote_call(lambda: target.ingest(present, force=force, on_event=progress))
-        finally:
-            progress.close()
-            target.close()
-    else:
-        try:
-            target.sync.recover()
-            summary = with_progress(
-                target.events, lambda: target.sync.ingest_summary(present, force=force)
-            )
-        finally:
-            target.close()
+    summary = processed(
+        target,
+        lambda server, on_event: server.ingest(present, force=force, on_event=on_event),
+        lambda services: services.sync.ingest_summary(present, force=force),
+    )
     if not summary.results and not missing:
         typer.echo("no PDF files found", err=True)
         raise typer.Exit(1)
@@ -137,28 +124,19 @@ def retry(
     """Process failed documents again now, without waiting for their backoff."""
     setup_logging(verbose)
     from ingest.scan import summarize
-    from server.remote import RemoteFolio
 
-    target = open_or_remote(load_settings(data_dir=data_dir), "retry")
-    started = time.perf_counter()
-    if isinstance(target, RemoteFolio):
-        progress = Progress()
-        try:
-            summary = remote_call(
-                lambda: target.retry(include_permanent=all_failed, on_event=progress)
-            )
-        finally:
-            progress.close()
-            target.close()
-    else:
-        try:
-            target.sync.recover()
-            queued = target.sync.retry(include_permanent=all_failed)
-            results = with_progress(target.events, target.sync.process_pending) if queued else []
-        finally:
-            target.close()
-        summary = summarize(results, [])
+    def again(services: Any) -> Any:
+        started = time.perf_counter()
+        queued = services.sync.retry(include_permanent=all_failed)
+        summary = summarize(services.sync.process_pending() if queued else [], [])
         summary.seconds = time.perf_counter() - started
+        return summary
+
+    summary = processed(
+        open_or_remote(load_settings(data_dir=data_dir), "retry"),
+        lambda server, on_event: server.retry(include_permanent=all_failed, on_event=on_event),
+        again,
+    )
     if not summary.results:
         typer.echo("nothing to retry", err=True)
         return

@@ -177,6 +177,30 @@ def with_progress(events: Any, work: Callable[[], T]) -> T:
         progress.close()
 
 
+def processed(
+    target: Any,
+    remote: Callable[[Any, Callable[[Any], None]], T],
+    local: Callable[[Any], T],
+) -> T:
+    """What a command that processes documents did, with its progress shown: through a running
+    server (`remote(client, on_event)`), or with the services it holds, recovered first
+    (`local(services)`); `target` is closed after."""
+    from server.remote import RemoteFolio
+
+    if isinstance(target, RemoteFolio):
+        progress = Progress()
+        try:
+            return remote_call(lambda: remote(target, progress))
+        finally:
+            progress.close()
+            target.close()
+    try:
+        target.sync.recover()
+        return with_progress(target.events, lambda: local(target))
+    finally:
+        target.close()
+
+
 def report(summary: Any) -> int:
     """Print what happened to the files and one line per partial or failed file; the number of
     failures."""
