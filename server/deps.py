@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -13,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
 from ocr_engine.errors import FolioError
 from ocr_engine.geometry import Box
-from retrieval.links import LinkSigner
+from retrieval.links import LinkSigner, parse_boxes
 from retrieval.schema import DOC_ID_PATTERN
 from server.pages import PageOutOfRangeError, PageRenderer, Render, UnrenderablePageError
 from server.services import Services
@@ -148,3 +149,20 @@ def rendering_errors(doc_id: str, bad_value_code: str) -> Iterator[None]:
         raise ApiError(422, "page_not_renderable", str(exc)) from None
     except ValueError as exc:
         raise ApiError(422, bad_value_code, str(exc)) from None
+
+
+def page_png(
+    svc: Services,
+    renderer: PageRenderer,
+    pdf: Path,
+    n: int,
+    dpi: int | None,
+    highlight: str | None,
+    name: str,
+) -> Response:
+    """Page `n` of `pdf` (the stored file of `name`) as PNG at `dpi` (or the configured one),
+    the `highlight` boxes drawn."""
+    with rendering_errors(name, "invalid_highlight"):
+        boxes = parse_boxes(highlight)
+        render = renderer.render(pdf, n, render_dpi(svc, dpi, svc.settings.render_dpi))
+        return png_response(render, boxes)

@@ -38,17 +38,15 @@ from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.pdf import open_pdf
 from ocr_engine.reader import PageReader
 from ocr_engine.schema import Document, EngineInfo, Page
-from retrieval.links import page_image_url, page_url_template, parse_boxes
+from retrieval.links import page_image_url, page_url_template
 from server.deps import (
     ApiError,
     DocId,
     PageNumber,
     Renderer,
     Svc,
-    png_response,
+    page_png,
     record_or_404,
-    render_dpi,
-    rendering_errors,
 )
 from server.shutdown import StoppableStream
 
@@ -327,11 +325,7 @@ def extract_page_image(
     """A page of a held extraction as PNG, `highlight` boxes drawn."""
     if len(extract_id) != 32 or any(c not in "0123456789abcdef" for c in extract_id):
         raise ApiError(404, "unknown_extraction", "no such extraction")
-    path = _held().path(extract_id)
-    with rendering_errors(extract_id, "invalid_highlight"):
-        boxes = parse_boxes(highlight)
-        render = renderer.render(path, n, render_dpi(svc, dpi, svc.settings.render_dpi))
-        return png_response(render, boxes)
+    return page_png(svc, renderer, _held().path(extract_id), n, dpi, highlight, extract_id)
 
 
 _documents: dict[str, tuple[float, Document]] = {}

@@ -18,6 +18,7 @@ from server.deps import (
     PageNumber,
     Renderer,
     Svc,
+    page_png,
     page_record_or_404,
     png_response,
     render_dpi,
@@ -86,11 +87,7 @@ def page_image(
     """Page `n` as PNG with `highlight` boxes drawn; a page too large for the dpi within
     FOLIO_MAX_RENDER_PIXELS is rendered at less, said in `X-Folio-Render-Dpi`."""
     page_record_or_404(svc, doc_id, n)
-    use_dpi = render_dpi(svc, dpi, svc.settings.render_dpi)
-    with rendering_errors(doc_id, "invalid_highlight"):
-        boxes = parse_boxes(highlight)
-        render = renderer.render(svc.files.pdf_path(doc_id), n, use_dpi)
-        return png_response(render, boxes)
+    return page_png(svc, renderer, svc.files.pdf_path(doc_id), n, dpi, highlight, doc_id)
 
 
 @router.get("/documents/{doc_id}/pages/{n}/view", response_class=HTMLResponse)
