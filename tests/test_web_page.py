@@ -239,6 +239,8 @@ def test_upload_ask_and_see_the_cited_region_highlighted(
     row = page.locator("li.doc", has_text="kelud report.pdf")
     expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
     expect(row.locator(".doc-progress")).to_contain_text("2 pages")
+    # a card with neither organisation nor kind shows its title, not a year read from the text
+    expect(row.locator(".doc-card")).to_have_text(title)
     row.locator("summary", has_text="Pages").first.click()
     expect(row.locator("table.pages tbody tr")).to_have_count(2)
 

@@ -150,10 +150,12 @@ const KIND_WORDS = {
   earnings_release: "earnings release", slide_deck: "slide deck", other: "",
 };
 
-/** organisation · kind · period, from a document's card (empty without one). */
+/** organisation · kind · period, from a document's card (empty without one); a card that
+ * names neither organisation nor kind shows its title, not a year read from the text alone. */
 function cardLine(card) {
   if (!card) return "";
   const kind = (KIND_WORDS[card.kind] ?? card.kind) + (card.form ? ` (${card.form})` : "");
+  if (!card.organisation && !kind) return card.title || "";
   const year = card.year ? `${card.form ? "FY" : ""}${card.year}` : "";
   const period = [card.quarter && year ? `Q${card.quarter}` : "", year, card.period_end || ""];
   return [card.organisation, kind, period.filter(Boolean).join(" ")].filter(Boolean).join(" · ");
