@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                                   services.files)  # fmt: skip
 
         def variant(**changes: Any) -> Retriever:
-            kept: dict[str, Any] = {"names": default.names, "cell_box": default.cell_box}
+            kept: dict[str, Any] = {"names": default.names, "layout": default.layout}
             kept["dense_sentences"] = default.dense_sentences
             kept.update(changes)
             return Retriever(embedder, services.store, **kept)

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             plain.store,
             names=plain.names,
             dense_sentences=plain.dense_sentences,
-            cell_box=plain.cell_box,
+            layout=plain.layout,
             reranker=OnnxReranker(max_length=args.max_length),
             rerank_candidates=args.candidates,
         )

@@ -26,8 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from retrieval.cells import CellBox, TableCellText, is_table_row, periods, table_cells
+from ocr_engine.geometry import union
+from retrieval.cells import TableCellText, is_table_row, periods, table_cells
 from retrieval.evidence import Evidence, locate
+from retrieval.page_layout import Layout, is_caption, is_title
 from retrieval.schema import Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
 
@@ -71,7 +73,8 @@ class AnswerOptions:
     request's page filter) while any sentence is; `following` gives the chunks after a chunk in
     its document (a store lookup), for a lead-in whose table is not among the hits; below
     `min_support` (the best pooled sentence's similarity to the question) there is no answer;
-    with `cells`, table rows are read as cells, boxed by `cell_box` (else by their row);
+    with `cells`, table rows are read as cells, boxed by the `layout` (else by their row), and
+    a title or caption is cited with the figure or table the layout says it names;
     `name_terms` (stems of the words the question names its documents by) lend no support, since
     every page of those documents carries them (a signature block would win on them); with a
     `rank_prior`, a sentence's score is divided by 1 + `rank_prior` times its hit's rank (0 for
@@ -84,7 +87,7 @@ class AnswerOptions:
     pages: PageRange = (None, None)
     following: Callable[[Chunk], Sequence[Chunk]] | None = None
     cells: bool = True
-    cell_box: CellBox | None = None
+    layout: Layout | None = None
     name_terms: frozenset[str] = frozenset()
     rank_prior: float = 0.0
 
@@ -299,7 +302,7 @@ def _cell_evidence(
 ) -> tuple[Evidence, str]:
     """Where a table cell is (its box, else its row's) and its words."""
     line = chunk.lines[cell.line]
-    box = options.cell_box(chunk, line, cell.col) if options.cell_box else None
+    box = options.layout.cell_box(chunk, line, cell.col) if options.layout else None
     box = box or line.bbox
     return Evidence(line.page, box, [Region(page=line.page, bbox=box)], [box]), cell.text
 
@@ -335,11 +338,34 @@ def _cite_sentence(
         return cite(n, hit, [span], located=_cell_evidence(hit.chunk, sentence.cell, options))
     following = options.following
     if not sentence.text.endswith((":", "：")):
-        return cite(n, hit, [span])
+        titled = _titled(hit.chunk, sentence, options.layout)
+        return cite(n, hit, [span], located=titled)
     text = hit.chunk.text
     if text[sentence.end :].strip():
         return cite(n, hit, [(sentence.start, len(text.rstrip()))])
     return cite(n, hit, [span], then=_introduced(hit.chunk, hits, following))
+
+
+def _titled(
+    chunk: Chunk, sentence: _Sentence, layout: Layout | None
+) -> tuple[Evidence, str] | None:
+    """A title's or caption's evidence together with the figure or table it names, when the
+    layout knows one (else None: the sentence alone)."""
+    caption = is_caption(sentence.text, chunk.kind)
+    if layout is None or not (caption or is_title(sentence.text)):
+        return None
+    lines = [ln for ln in chunk.lines if ln.start < sentence.end and ln.end > sentence.start]
+    if not lines:
+        return None
+    page = lines[0].page
+    title = union(ln.bbox for ln in lines if ln.page == page)
+    named = layout.titled(chunk.doc_id, page, title, caption)
+    if named is None:
+        return None
+    where, quote_text = _located(chunk, [(sentence.start, sentence.end)])
+    return where.followed_by(Evidence(page, named, [Region(page=page, bbox=named)], [named])), (
+        quote_text
+    )
 
 
 def _introduced(

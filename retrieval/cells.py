@@ -13,19 +13,12 @@ the table's header or caption lines that names one ("(in millions)", "(Dollars i
 
 from __future__ import annotations
 
-import logging
 import re
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
-from threading import Lock
 
-from ocr_engine.schema import Document, TableCell
-from retrieval.schema import BBox, Chunk, ChunkLine
+from retrieval.schema import Chunk
 
-__all__ = ["TableCellBoxes", "TableCellText", "is_table_row", "periods", "table_cells"]
-
-log = logging.getLogger(__name__)
+__all__ = ["TableCellText", "is_table_row", "periods", "table_cells"]
 
 _SEPARATOR = re.compile(r"^:?-{2,}:?$")
 _UNIT = re.compile(r"\(([^()]*\b(?:millions?|thousands?|billions?|percent)\b[^()]*)\)", re.I)
@@ -139,50 +132,3 @@ def periods(text: str) -> set[str]:
     found = {m.group(1) for m in _YEAR.finditer(text)}
     found |= {f"20{m.group(1)}" for m in _SHORT_FY.finditer(text)}
     return found
-
-
-CellBox = Callable[[Chunk, ChunkLine, int], BBox | None]
-"""The box of column `col` of the table row a chunk line holds, when the document knows it."""
-
-
-class TableCellBoxes:
-    """Cell boxes from the document JSON (`load(doc_id)`, a KeyError when it is gone), the last
-    few documents' cells kept."""
-
-    def __init__(self, load: Callable[[str], Document], keep: int = 4) -> None:
-        self._load = load
-        self._keep = keep
-        self._cells: OrderedDict[str, dict[int, list[TableCell]]] = OrderedDict()
-        self._lock = Lock()
-
-    def _page_cells(self, doc_id: str) -> dict[int, list[TableCell]]:
-        with self._lock:
-            if doc_id in self._cells:
-                self._cells.move_to_end(doc_id)
-                return self._cells[doc_id]
-        try:
-            pages = self._load(doc_id).pages
-        except KeyError:  # removed since it was found: its rows are boxed instead
-            log.info("no document JSON for %s: table cells boxed by their rows", doc_id)
-            pages = []
-        cells = {
-            page.number: [c for block in page.blocks for c in block.cells if c.bbox is not None]
-            for page in pages
-        }
-        with self._lock:
-            self._cells[doc_id] = cells
-            while len(self._cells) > self._keep:
-                self._cells.popitem(last=False)
-        return cells
-
-    def __call__(self, chunk: Chunk, line: ChunkLine, col: int) -> BBox | None:
-        """The box of the cell in column `col` whose middle lies in the row `line` boxes."""
-        x0, y0, x1, y1 = line.bbox
-        for cell in self._page_cells(chunk.doc_id).get(line.page, []):
-            if cell.col != col or cell.bbox is None:
-                continue
-            cx = (cell.bbox[0] + cell.bbox[2]) / 2
-            cy = (cell.bbox[1] + cell.bbox[3]) / 2
-            if x0 - 1 <= cx <= x1 + 1 and y0 - 1 <= cy <= y1 + 1:
-                return cell.bbox
-        return None

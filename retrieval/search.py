@@ -18,10 +18,10 @@ from retrieval.answer import (
     extractive_answer,
     following_ids,
 )
-from retrieval.cells import CellBox
 from retrieval.doc_card import CARD_KIND
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
+from retrieval.page_layout import Layout
 from retrieval.rerank import Reranker, RerankError, sigmoid
 from retrieval.schema import (
     Chunk,
@@ -164,7 +164,8 @@ class Retriever:
     The extractive answer ranks its `dense_sentences` best sentences by terms again by their
     embedding similarity to the question (0: by terms alone); below `min_support` similarity
     for the best of them the documents do not answer the question (`mode: "not_found"`).
-    Table cells are cited to the boxes `cell_box` gives (the document JSON's), else their row's.
+    Table cells are cited to the boxes the `layout` gives (the document JSON's), else their row's;
+    a cited title or caption with the figure or table the layout says it names.
 
     With a `reranker` (a cross-encoder, local or a service), the first `rerank_candidates` fused
     chunks are put in its order before the best chunk of each page is taken, and the answer
@@ -184,7 +185,7 @@ class Retriever:
         names: NamedDocuments | None = None,
         dense_sentences: int = DENSE_POOL,
         min_support: float = MIN_SUPPORT,
-        cell_box: CellBox | None = None,
+        layout: Layout | None = None,
         reranker: Reranker | None = None,
         rerank_candidates: int = 20,
     ) -> None:
@@ -199,7 +200,7 @@ class Retriever:
         self.names = names
         self.dense_sentences = dense_sentences
         self.min_support = min_support
-        self.cell_box = cell_box
+        self.layout = layout
         self.reranker = reranker
         self.rerank_candidates = max(1, rerank_candidates)
 
@@ -264,7 +265,7 @@ class Retriever:
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
             min_support=self.min_support,
-            cell_box=self.cell_box,
+            layout=self.layout,
             pages=(req.page_from, req.page_to),
             following=self.following,
             name_terms=self._name_terms(req),

@@ -12,7 +12,6 @@ from ingest.page_cache import PAGE_CACHE_FILE, SqlitePageCache
 from ingest.passwords import PASSWORDS_FILE
 from ingest.pipeline import IngestOptions, Ingestor
 from ingest.sync import Sync
-from retrieval.cells import TableCellBoxes
 from retrieval.doc_names import NamedDocuments
 from retrieval.edge_store import EdgeStore
 from retrieval.embed_service import EmbedServiceOptions, HttpEmbedder
@@ -23,6 +22,7 @@ from retrieval.index_meta import (
     check_edge_model,
     precheck_edge_model,
 )
+from retrieval.page_layout import PageLayouts
 from retrieval.rerank import HttpReranker, build_reranker
 from retrieval.search import Retriever
 from retrieval.sentence_cache import RememberingEmbedder
@@ -125,10 +125,10 @@ def build_retriever(
     files: DocumentFiles | None = None,
 ) -> Retriever:
     """The one search of a running folio: what `POST /query`, `folio query`, MCP and LlamaIndex's
-    `FolioRetriever` all use (documents a question names come from the ledger; table cells
-    cited by their boxes in the documents' JSON, given `files`; re-ranked as FOLIO_RERANK says;
-    answer sentences' vectors kept in DATA_DIR/sentence_cache.sqlite3, the last questions' in
-    memory)."""
+    `FolioRetriever` all use (documents a question names come from the ledger; table cells, and
+    the figures and tables that cited titles name, boxed from the documents' JSON, given
+    `files`; re-ranked as FOLIO_RERANK says; answer sentences' vectors kept in
+    DATA_DIR/sentence_cache.sqlite3, the last questions' in memory)."""
     rerank = settings.rerank_options()
     cache = EmbeddingCache(settings.data_dir / SENTENCE_CACHE_FILE)
     return Retriever(
@@ -136,7 +136,7 @@ def build_retriever(
         store,
         names=NamedDocuments(ledger.named),
         dense_sentences=settings.answer_dense_sentences,
-        cell_box=TableCellBoxes(files.load_document) if files is not None else None,
+        layout=PageLayouts(files.load_document) if files is not None else None,
         reranker=build_reranker(rerank) if rerank is not None else None,
         rerank_candidates=rerank.candidates if rerank is not None else 20,
     )

@@ -10,8 +10,9 @@ import pytest
 from ingest.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
 from retrieval.answer import AnswerOptions, extractive_answer
-from retrieval.cells import TableCellBoxes, periods, table_cells
+from retrieval.cells import periods, table_cells
 from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.page_layout import PageLayouts
 from retrieval.schema import Chunk, ScoredChunk
 
 HEADER = ["", "2023", "2022", "2021"]
@@ -72,7 +73,7 @@ def _cell_box(row: int, col: int) -> tuple[float, float, float, float]:
     return cell.bbox
 
 
-OPTIONS = AnswerOptions(cell_box=TableCellBoxes(lambda _doc_id: DOCUMENT))
+OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id: DOCUMENT))
 
 
 @cache

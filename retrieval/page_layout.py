@@ -1,0 +1,195 @@
+"""What a page's layout in the document JSON adds to a citation: the box of a table cell, and the
+figure or table that a cited title or caption names.
+
+A title (a block of its own, short and without a closing mark) names the figure or table right
+below it in its column: the nearest one whose top lies
+within `TITLE_GAP` points of the title's bottom, with at most a legend's few words between them
+(no text block of `BODY_WORDS` words or more). A caption ("Figure 3: ...", or a sentence of a
+caption chunk) names the nearest figure or table just above or below it. On a page with two
+columns of text, a title in one column names only the part of the figure or table in its column
+(the text-layer engine can read a chart and the text beside it as one table).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from threading import Lock
+from typing import Protocol
+
+from ocr_engine.geometry import Box
+from ocr_engine.schema import Block, BlockType, Document, Page, TableCell
+from retrieval.schema import BBox, Chunk, ChunkLine
+
+__all__ = ["BODY_WORDS", "TITLE_GAP", "Layout", "PageLayouts", "is_caption", "is_title"]
+
+log = logging.getLogger(__name__)
+
+TITLE_GAP = 40.0  # points from a title's bottom to the top of what it titles (a legend between)
+CAPTION_GAP = 24.0  # points between a caption and its figure or table
+BODY_WORDS = 15  # a text block this long between a title and a figure is body text: no title
+_MIN_CONTENT_HEIGHT = 30.0  # smaller figures are marks and icons, not what a title names
+_TITLE_WORDS = 40
+_CAPTION = re.compile(r"^(?:figure|fig\.|table|chart|exhibit|graph|diagram)\s*[\dA-Z]", re.I)
+_CAPTION_KINDS = frozenset({"figure_caption", "table_caption"})
+
+
+def is_caption(text: str, chunk_kind: str) -> bool:
+    """Whether a sentence is a caption: it starts as one ("Table 4:") or its chunk is one."""
+    return chunk_kind in _CAPTION_KINDS or bool(_CAPTION.match(text.lstrip()))
+
+
+def is_title(text: str) -> bool:
+    """Whether a sentence reads as a title: short and without a sentence's closing mark."""
+    words = text.split()
+    return 0 < len(words) <= _TITLE_WORDS and not text.rstrip().endswith((".", "!", "?", ":"))
+
+
+class Layout(Protocol):
+    """What an answer asks of the page layout (`PageLayouts`, or a test's stand-in)."""
+
+    def cell_box(self, chunk: Chunk, line: ChunkLine, col: int) -> BBox | None: ...
+
+    def titled(self, doc_id: str, page: int, title: BBox, caption: bool) -> BBox | None: ...
+
+
+@dataclass(frozen=True)
+class _PageBlocks:
+    width: float
+    cells: list[TableCell]
+    contents: list[Box]
+    """Boxes of the page's figures and tables, but marks and icons."""
+    texts: list[tuple[Box, int]]
+    """Boxes of the page's other blocks (running headers and footers left out), and their words."""
+
+
+def _page_blocks(page: Page) -> _PageBlocks:
+    contents: list[Box] = []
+    texts: list[tuple[Box, int]] = []
+    for block in page.blocks:
+        if block.type in (BlockType.figure, BlockType.table):
+            if block.bbox[3] - block.bbox[1] >= _MIN_CONTENT_HEIGHT:
+                contents.append(block.bbox)
+        elif block.type not in (BlockType.page_header, BlockType.page_footer):
+            texts.append((block.bbox, _words(block)))
+    cells = [c for block in page.blocks for c in block.cells if c.bbox is not None]
+    return _PageBlocks(page.width, cells, contents, texts)
+
+
+def _words(block: Block) -> int:
+    return len(block.text.split())
+
+
+def _shares_column(a: Box, b: Box) -> bool:
+    """Whether two boxes overlap across by half the narrower one's width."""
+    overlap = min(a[2], b[2]) - max(a[0], b[0])
+    return overlap >= 0.5 * min(a[2] - a[0], b[2] - b[0])
+
+
+class PageLayouts:
+    """Page layouts from the document JSON (`load(doc_id)`, a KeyError when it is gone), the last
+    few documents' kept."""
+
+    def __init__(self, load: Callable[[str], Document], keep: int = 4) -> None:
+        self._load = load
+        self._keep = keep
+        self._docs: OrderedDict[str, dict[int, _PageBlocks]] = OrderedDict()
+        self._lock = Lock()
+
+    def _pages(self, doc_id: str) -> dict[int, _PageBlocks]:
+        with self._lock:
+            if doc_id in self._docs:
+                self._docs.move_to_end(doc_id)
+                return self._docs[doc_id]
+        try:
+            pages = self._load(doc_id).pages
+        except KeyError:  # removed since it was found: cited by its chunk lines alone
+            log.info("no document JSON for %s: cited by chunk lines alone", doc_id)
+            pages = []
+        layouts = {page.number: _page_blocks(page) for page in pages}
+        with self._lock:
+            self._docs[doc_id] = layouts
+            while len(self._docs) > self._keep:
+                self._docs.popitem(last=False)
+        return layouts
+
+    def cell_box(self, chunk: Chunk, line: ChunkLine, col: int) -> BBox | None:
+        """The box of the cell in column `col` whose middle lies in the row `line` boxes."""
+        layout = self._pages(chunk.doc_id).get(line.page)
+        x0, y0, x1, y1 = line.bbox
+        for cell in layout.cells if layout else []:
+            if cell.col != col or cell.bbox is None:
+                continue
+            cx = (cell.bbox[0] + cell.bbox[2]) / 2
+            cy = (cell.bbox[1] + cell.bbox[3]) / 2
+            if x0 - 1 <= cx <= x1 + 1 and y0 - 1 <= cy <= y1 + 1:
+                return cell.bbox
+        return None
+
+    def titled(self, doc_id: str, page: int, title: BBox, caption: bool) -> BBox | None:
+        """The box of the figure or table that the title (or `caption`) at `title` names on
+        `page`, clipped to the title's column on a two-column page; None when there is none."""
+        layout = self._pages(doc_id).get(page)
+        if layout is None or not (caption or _stands_alone(layout, title)):
+            return None
+        found = _below(layout, title, CAPTION_GAP if caption else TITLE_GAP)
+        if found is None and caption:
+            found = _above(layout, title)
+        return _in_column(layout, title, found) if found is not None else None
+
+
+def _stands_alone(layout: _PageBlocks, title: Box) -> bool:
+    """Whether a block of the page holds the title and nothing above or below it (a title is a
+    block of its own; the last words of a paragraph are not)."""
+    return any(
+        _shares_column(box, title) and box[1] >= title[1] - 3 and box[3] <= title[3] + 3
+        for box, _ in layout.texts
+        if box[1] < title[3] and box[3] > title[1]
+    )
+
+
+def _below(layout: _PageBlocks, title: Box, gap: float) -> Box | None:
+    """The nearest figure or table starting below the title, with no body text between."""
+    near = [
+        box
+        for box in layout.contents
+        if _shares_column(box, title) and -2.0 <= box[1] - title[3] <= gap
+    ]
+    for box in sorted(near, key=lambda b: b[1]):
+        between = sum(
+            words
+            for text, words in layout.texts
+            if _shares_column(text, title) and text[1] >= title[3] - 1 and text[3] <= box[1] + 1
+        )
+        if between < BODY_WORDS:
+            return box
+    return None
+
+
+def _above(layout: _PageBlocks, caption: Box) -> Box | None:
+    """The nearest figure or table ending just above a caption."""
+    near = [
+        box
+        for box in layout.contents
+        if _shares_column(box, caption) and -2.0 <= caption[1] - box[3] <= CAPTION_GAP
+    ]
+    return max(near, key=lambda b: b[3], default=None)
+
+
+def _in_column(layout: _PageBlocks, title: Box, found: Box) -> Box:
+    """`found` cut at the page's middle when the title lies in one half of a page whose other
+    half holds body text."""
+    middle = layout.width / 2
+    if title[2] <= middle + 1:  # the left column
+        other = lambda box: box[0] >= middle - 1  # noqa: E731
+        cut: Box = (found[0], found[1], min(found[2], middle), found[3])
+    elif title[0] >= middle - 1:  # the right column
+        other = lambda box: box[2] <= middle + 1  # noqa: E731
+        cut = (max(found[0], middle), found[1], found[2], found[3])
+    else:
+        return found
+    two_columns = any(words >= BODY_WORDS and other(box) for box, words in layout.texts)
+    return cut if two_columns else found
