@@ -158,6 +158,10 @@ class CardBuilder:
     def feed(self, pages: Iterable[Page]) -> None:
         self.pages.extend(p for p in pages if p.number <= CARD_PAGES)
 
+    def complete(self, page_count: int) -> bool:
+        """Whether every page the card is read from has been fed."""
+        return len(self.pages) >= min(CARD_PAGES, page_count)
+
     def card(self) -> DocumentCard:
         """The card of the pages fed so far."""
         return _Reading(

@@ -1,15 +1,15 @@
 """Structure-aware chunking: a Document becomes Chunks along its sections, tables and figures.
 
 Headings open sections and their trail travels with every chunk (`section_path`, and in front of
-`embed_text` after the document's name). Small neighbouring text blocks of a section are merged up
-to the token bound, an oversized block is split at line boundaries, tables are their own chunks
-with their caption (row batches with the header repeated when they are large), page headers and
-footers are left out. A figure whose text was read by OCR is a chunk of its own (kind `figure`)
-behind its caption; figures without text are left out and their captions are chunks alone. A
-paragraph cut by a page break stays in one chunk (its lines keep their pages), and a table
-continued at the top of the next page joins the table it continues (same columns), so its rows
-carry that table's caption and header. A chunk's text is built from its blocks' lines, so every
-`ChunkLine` span points at a line's text.
+`embed_text` after the document's name and what its card says it is). Small neighbouring text
+blocks of a section are merged up to the token bound, an oversized block is split at line
+boundaries, tables are their own chunks with their caption (row batches with the header repeated
+when they are large), page headers and footers are left out. A figure whose text was read by OCR
+is a chunk of its own (kind `figure`) behind its caption; figures without text are left out and
+their captions are chunks alone. A paragraph cut by a page break stays in one chunk (its lines
+keep their pages), and a table continued at the top of the next page joins the table it
+continues (same columns), so its rows carry that table's caption and header. A chunk's text is
+built from its blocks' lines, so every `ChunkLine` span points at a line's text.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ingest.chunk_tables import (
 )
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType, Document, Page
+from retrieval.doc_card import DocumentCard, card_label
 from retrieval.schema import Chunk, ChunkLine, Region
 
 __all__ = ["ChunkStream", "chunk_document", "document_label"]
@@ -55,7 +56,12 @@ class _Chunker:
     feeding pages in windows gives the same chunks as feeding them all at once."""
 
     def __init__(
-        self, doc_id: str, source: str, count_tokens: TokenCounter, max_tokens: int
+        self,
+        doc_id: str,
+        source: str,
+        count_tokens: TokenCounter,
+        max_tokens: int,
+        card: DocumentCard | None = None,
     ) -> None:
         self.doc_id = doc_id
         self.source = source
@@ -65,7 +71,7 @@ class _Chunker:
         self.emitted = 0
         self.trail: list[tuple[int, str]] = []
         self._trail_cache: dict[tuple[str, ...], tuple[str, int]] = {}
-        self.label = source_label(source)
+        self.label = document_label(source, card)
         self.builder = Builder(self._budget())
         self.pending: Table | None = None  # the last table seen, held until what follows is known
 
@@ -336,9 +342,11 @@ def _continues(previous: Unit, unit: Unit) -> bool:
     return bool(before and after) and not before.endswith(_SENTENCE_END) and after[0].islower()
 
 
-def document_label(doc: Document) -> str:
-    """How a document is named in embedded text: its file name without extension or separators."""
-    return source_label(doc.source)
+def document_label(source: str, card: DocumentCard | None = None) -> str:
+    """How a document is named in embedded text: its file name without extension or separators,
+    and what its card says it is ("doc 0001 (3M · annual report (10-K) · FY2018)")."""
+    said = card_label(card) if card is not None else None
+    return f"{source_label(source)} ({said})" if said else source_label(source)
 
 
 def source_label(source: str) -> str:
@@ -386,12 +394,17 @@ def _heading_text(block: Block) -> str:
 
 
 def chunk_document(
-    doc: Document, *, count_tokens: Callable[[str], int], max_tokens: int = 256
+    doc: Document,
+    *,
+    count_tokens: Callable[[str], int],
+    max_tokens: int = 256,
+    card: DocumentCard | None = None,
 ) -> list[Chunk]:
-    """Chunks of `doc` in document order, ids c0000, c0001, …; each `embed_text` fits the bound."""
+    """Chunks of `doc` in document order, ids c0000, c0001, …; each `embed_text` fits the bound;
+    with its `card`, as ingest gives them."""
     if max_tokens < 16:
         raise ValueError("max_tokens must be at least 16")
-    chunker = _Chunker(doc.doc_id, doc.source, count_tokens, max_tokens)
+    chunker = _Chunker(doc.doc_id, doc.source, count_tokens, max_tokens, card)
     chunks = chunker.feed(doc.pages) + chunker.finish()
     logger.debug("%s: %d chunks from %d pages", doc.source, len(chunks), len(doc.pages))
     return chunks
@@ -401,11 +414,17 @@ class ChunkStream:
     """Chunks of one document from windows of its pages, the same as `chunk_document` gives."""
 
     def __init__(
-        self, doc_id: str, source: str, *, count_tokens: TokenCounter, max_tokens: int = 256
+        self,
+        doc_id: str,
+        source: str,
+        *,
+        count_tokens: TokenCounter,
+        max_tokens: int = 256,
+        card: DocumentCard | None = None,
     ) -> None:
         if max_tokens < 16:
             raise ValueError("max_tokens must be at least 16")
-        self._chunker = _Chunker(doc_id, source, count_tokens, max_tokens)
+        self._chunker = _Chunker(doc_id, source, count_tokens, max_tokens, card)
 
     @property
     def emitted(self) -> int:

@@ -200,13 +200,27 @@ class Ingestor:
             metadata=info.metadata,
         )
         doc.writer = self.files.writer(head)
-        doc.card = CardBuilder(record.source, info.metadata)
-        chunker = ChunkStream(
-            doc.doc_id,
-            record.source,
-            count_tokens=self.embedder.count_tokens,
-            max_tokens=min(self.options.max_tokens, self.embedder.max_tokens),
-        )
+        doc.card = card = CardBuilder(record.source, info.metadata)
+        chunker: ChunkStream | None = None
+        held: list[Page] = []  # marked pages waiting for the card that labels their chunks
+
+        def chunked(pages: list[Page], last: bool = False) -> list[Chunk]:
+            nonlocal chunker
+            held.extend(pages)
+            if chunker is None and not (last or card.complete(info.page_count)):
+                return []
+            if chunker is None:
+                chunker = ChunkStream(
+                    doc.doc_id,
+                    record.source,
+                    count_tokens=self.embedder.count_tokens,
+                    max_tokens=min(self.options.max_tokens, self.embedder.max_tokens),
+                    card=card.card(),
+                )
+            chunks = chunker.feed(held)
+            held.clear()
+            return chunks + chunker.finish() if last else chunks
+
         chunk_windows = windows(1, info.page_count, self.options.window)
         parts = self._extracted(doc, source, password, chunk_windows)
         furniture = FurnitureMarker(info.page_count)  # as `folio extract` marks it
@@ -228,10 +242,11 @@ class Ingestor:
                 return False
             if doc.error is not None:  # embedding failed: stop reading
                 return True
-            out.put(Batch(doc, chunker.feed(ready), ready[-1].number if ready else 0))
+            chunks = chunked(ready)
+            out.put(Batch(doc, chunks, ready[-1].number if ready and not held else 0))
         marked = furniture.finish()
         self._take_pages(doc, marked)
-        tail = chunker.feed(marked) + chunker.finish()
+        tail = chunked(marked, last=True)
         out.put(Batch(doc, tail + self._card_point(doc, bool(tail)), info.page_count))
         return True
 

@@ -16,6 +16,7 @@ __all__ = [
     "GENERIC_WORDS",
     "DocKind",
     "DocumentCard",
+    "card_label",
     "card_line",
     "card_text",
 ]
@@ -94,6 +95,9 @@ class DocumentCard(BaseModel):
         return {str(self.period_end.year)} if self.period_end is not None else set()
 
 
+_LABEL_TITLE_WORDS = 8
+
+
 def _period(card: DocumentCard) -> str:
     parts = []
     fiscal = "FY" if card.form else ""
@@ -110,6 +114,17 @@ def card_line(card: DocumentCard) -> str:
     """organisation · kind · period, the parts the card has."""
     kind = _KIND_WORDS[card.kind] + (f" ({card.form})" if card.form else "")
     return " · ".join(p for p in (card.organisation, kind, _period(card)) if p)
+
+
+def card_label(card: DocumentCard) -> str | None:
+    """How the card names its document in every chunk's embedded heading trail: its line, or its
+    title's first words when it names no organisation; None when it says nothing but "document"."""
+    if card.organisation is None and card.kind is DocKind.other and not _period(card):
+        return " ".join(card.title.split()[:_LABEL_TITLE_WORDS]) if card.title else None
+    line = card_line(card)
+    if card.organisation is None and card.title:
+        line = f"{' '.join(card.title.split()[:_LABEL_TITLE_WORDS])} · {line}"
+    return line
 
 
 def card_text(card: DocumentCard) -> str:

@@ -154,3 +154,31 @@ def test_the_card_is_in_the_document_detail(services: Services, tmp_path: Path) 
     with TestClient(create_app(services, watch=False)) as client:
         body = client.get(f"/documents/{ids['x.pdf']}").json()
     assert body["card"]["organisation"] == "Acme Corp" and body["card"]["year"] == 2020
+
+
+def test_every_chunk_embeds_what_the_card_says_the_document_is(
+    services: Services, tmp_path: Path
+) -> None:
+    """An opaque file name says nothing; the card's organisation, kind and year travel in every
+    chunk's embedded heading trail, as `chunk_document` gives them with the same card."""
+    from ingest.chunker import chunk_document
+
+    ids = _ingest(
+        services, tmp_path / "inbox", {"doc_0007.pdf": _filing("Adobe Inc.", 2022, "$17,606 M")}
+    )
+    doc_id = ids["doc_0007.pdf"]
+    record = services.ledger.get(doc_id)
+    stored = sorted(
+        (c for c in services.store.chunks(doc_id) if c.kind != CARD_KIND),
+        key=lambda c: c.chunk_id,
+    )
+    assert stored
+    label = "doc 0007 (Adobe Inc · annual report (10-K) · FY2022"
+    assert all(c.embed_text.startswith(label) for c in stored), stored[0].embed_text
+    expected = chunk_document(
+        services.files.load_document(doc_id),
+        count_tokens=services.embedder.count_tokens,
+        max_tokens=min(256, services.embedder.max_tokens),
+        card=record.card,
+    )
+    assert [c.embed_text for c in stored] == [c.embed_text for c in expected]
