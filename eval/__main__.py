@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "answer_latency": "eval.answer_latency",
     "rerank_quality": "eval.rerank_quality",
     "retrieval": "eval.retrieval",
+    "sentence_vectors": "eval.sentence_vectors",
 }
 
 

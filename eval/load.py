@@ -18,6 +18,7 @@ import logging
 import os
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,9 +60,12 @@ async def run_level(
     *,
     top_k: int = 5,
     headers: dict[str, str] | None = None,
+    asked: Iterator[int] | None = None,
 ) -> LevelResult:
-    """`clients` concurrent loops posting `/query` until `seconds` have passed."""
-    counter = itertools.count()
+    """`clients` concurrent loops posting `/query` until `seconds` have passed; `asked` numbers
+    the questions (shared across calls, a level goes on from the questions of the one before,
+    so a question the warm-up asked is not asked again until the list comes round)."""
+    counter = asked if asked is not None else itertools.count()
     latencies: list[float] = []
     errors = 0
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -150,11 +154,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     with server as base:
         points = httpx.get(f"{base}/health", timeout=30).json()["points"]
-        asyncio.run(run_level(base, questions, 1, args.warmup, top_k=args.top_k, headers=headers))
-        for clients in levels:
-            result = asyncio.run(
-                run_level(base, questions, clients, args.seconds, top_k=args.top_k, headers=headers)
+        asked = itertools.count()
+
+        def level(clients: int, seconds: float) -> LevelResult:
+            return asyncio.run(
+                run_level(
+                    base,
+                    questions,
+                    clients,
+                    seconds,
+                    top_k=args.top_k,
+                    headers=headers,
+                    asked=asked,
+                )
             )
+
+        level(1, args.warmup)
+        for clients in levels:
+            result = level(clients, args.seconds)
             log.info("%d clients: %d requests, %d errors", clients, result.requests, result.errors)
             results.append(result)
     print(

@@ -56,6 +56,7 @@ from ocr_engine.reader import engine_key, sent_to_ocr
 from ocr_engine.schema import SCHEMA_VERSION, BlockType, Document, Page, PageStatus
 from retrieval.embedder import Embedder
 from retrieval.schema import CHUNK_SCHEMA_VERSION, Chunk
+from retrieval.sentence_cache import VectorCache, remember_answer_texts
 from retrieval.store import VectorStore
 
 __all__ = ["FileResult", "FileStatus", "IngestOptions", "Ingestor", "image_only_pages"]
@@ -64,7 +65,9 @@ log = logging.getLogger(__name__)
 
 
 class Ingestor:
-    """Processes documents the ledger has queued; one `run` at a time."""
+    """Processes documents the ledger has queued; one `run` at a time. With a `sentence_cache`,
+    the sentences and table cells an extractive answer may embed are embedded with their chunks
+    into it, so that `/query` reads them instead."""
 
     def __init__(
         self,
@@ -76,6 +79,7 @@ class Ingestor:
         *,
         cache_path: Path | None = None,
         embed_cache: EmbeddingCache | None = None,
+        sentence_cache: VectorCache | None = None,
         events: EventHub | None = None,
     ) -> None:
         self.ledger = ledger
@@ -85,6 +89,7 @@ class Ingestor:
         self.options = options or IngestOptions()
         self.events = events or EventHub()
         self.embed_cache = embed_cache
+        self.sentence_cache = sentence_cache
         self.passwords = PasswordBook(self.options.passwords_file)
         self.extractor = Extractor(
             self.options.extract,
@@ -98,6 +103,8 @@ class Ingestor:
         self.extractor.close()
         if self.embed_cache is not None:
             self.embed_cache.close()
+        if self.sentence_cache is not None:
+            self.sentence_cache.close()
 
     def run(
         self,
@@ -341,6 +348,8 @@ class Ingestor:
                 part = batch.chunks[start : start + step]
                 began = time.perf_counter()
                 vectors = self._vectors(doc, [c.embed_text for c in part])
+                if self.sentence_cache is not None:  # what the answers embed, read by /query
+                    remember_answer_texts(part, self.embedder, self.sentence_cache)
                 doc.embed_s += time.perf_counter() - began
                 if doc.staging is None:
                     doc.staging = ChunkStaging(self.files.root.parent, doc.doc_id, vectors.shape[1])

@@ -5,6 +5,8 @@ A query embeds its question for the search and again for the answer, and the ext
 embeds up to a dozen candidate sentences; on 2 CPU cores each forward pass costs tens of
 milliseconds. The same sentences come back for other questions on the same pages, and the
 vectors are the model's own, so answers are the same as without it (docs/benchmarks.md).
+Ingest fills the cache ahead (`remember_answer_texts`: every candidate of every chunk), so a
+new question pays for its own embedding only.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from typing import Protocol
 
 import numpy as np
 
+from retrieval.answer import _candidates, _in_context  # the answer's own candidates, not a copy
 from retrieval.embedder import Embedder
+from retrieval.schema import Chunk, ScoredChunk
 
-__all__ = ["RememberingEmbedder", "VectorCache"]
+__all__ = ["RememberingEmbedder", "VectorCache", "answer_texts", "remember_answer_texts"]
 
 
 class VectorCache(Protocol):
@@ -85,3 +89,23 @@ class RememberingEmbedder:
             vectors[missing] = new
             self.cache.put(self.name, [texts[i] for i in missing], new)
         return vectors
+
+
+def answer_texts(chunk: Chunk) -> list[str]:
+    """Every text the extractive answer may embed for `chunk`: each candidate sentence and table
+    cell as `retrieval.answer` leads it by the section heading, once."""
+    hit = [ScoredChunk(chunk=chunk, score=1.0)]
+    return list(dict.fromkeys(_in_context(chunk, s.text) for s in _candidates(hit)))
+
+
+def remember_answer_texts(chunks: Sequence[Chunk], embedder: Embedder, cache: VectorCache) -> int:
+    """The answer texts of `chunks` embedded into `cache` where it lacks them (at ingest, so that
+    a query reads them); how many were embedded."""
+    texts = list(dict.fromkeys(t for chunk in chunks for t in answer_texts(chunk)))
+    if not texts:
+        return 0
+    found = cache.get(embedder.name, texts, embedder.dim)
+    missing = [t for i, t in enumerate(texts) if i not in found]
+    if missing:
+        cache.put(embedder.name, missing, embedder.embed_documents(missing))
+    return len(missing)

@@ -226,6 +226,7 @@ def _build(
         options,
         cache_path=cache_path,
         embed_cache=EmbeddingCache(settings.data_dir / EMBED_CACHE_FILE),
+        sentence_cache=EmbeddingCache(settings.data_dir / SENTENCE_CACHE_FILE),
         events=events,
     )
     if settings.broker_url is not None:

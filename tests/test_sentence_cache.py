@@ -1,19 +1,23 @@
 """The query path remembers: the question is embedded once per query (not once for the search
-and again for the answer), and answer sentences already embedded are read from
-DATA_DIR/sentence_cache.sqlite3, with the same answer as without it."""
+and again for the answer), and answer sentences, embedded at ingest (or by an earlier query),
+are read from DATA_DIR/sentence_cache.sqlite3, with the same answer as without it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from fastapi.testclient import TestClient
 
 from doubles.fakes import HashEmbedder
+from ingest.chunker import chunk_document
 from ocr_engine.options import OcrMode
+from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.answer import extractive_answer
-from retrieval.schema import QueryRequest
+from retrieval.schema import Chunk, QueryRequest, ScoredChunk
 from retrieval.search import Retriever
+from retrieval.sentence_cache import RememberingEmbedder, answer_texts, remember_answer_texts
 from server.app import create_app
 from server.services import SENTENCE_CACHE_FILE, build_services
 from server.settings import Settings
@@ -39,7 +43,9 @@ class CountingEmbedder(HashEmbedder):
         return super().embed_documents(texts)  # type: ignore[arg-type]
 
 
-def test_query_embeds_question_once_and_sentences_once(tmp_path: Path) -> None:
+def test_query_embeds_question_once_and_reads_sentences_embedded_at_ingest(
+    tmp_path: Path,
+) -> None:
     pdf = tmp_path / "volcano.pdf"
     title, sections = FACTS["volcano.pdf"]
     pdf.write_bytes(fact_pdf(title, sections, filler_pages=2))
@@ -49,21 +55,18 @@ def test_query_embeds_question_once_and_sentences_once(tmp_path: Path) -> None:
     try:
         [result] = services.sync.ingest_paths([pdf])
         assert result.status.value == "ok", result
+        assert (settings.data_dir / SENTENCE_CACHE_FILE).is_file()
         embedder.questions.clear()
         embedder.passages.clear()
         with TestClient(create_app(services, watch=False)) as client:
             first = client.post("/query", json={"question": QUESTION}).json()
             assert embedder.questions == [QUESTION]
-            sentences = list(embedder.passages)
-            assert sentences, "the answer embedded no sentence"
             second = client.post("/query", json={"question": QUESTION}).json()
             other = client.post("/query", json={"question": "What do seismometers record?"})
         assert other.status_code == 200
-        assert embedder.passages[: len(sentences)] == sentences
-        assert not set(embedder.passages[len(sentences) :]) & set(sentences)  # read back
+        assert embedder.passages == []  # every answer sentence was embedded at ingest
         assert len(embedder.questions) == 2
         assert first == second and first["answer"] is not None
-        assert (settings.data_dir / SENTENCE_CACHE_FILE).is_file()
         # the same answer as a retriever that remembers nothing
         plain = Retriever(embedder, services.store, names=services.retriever.names)
         req = QueryRequest(question=QUESTION)
@@ -72,5 +75,74 @@ def test_query_embeds_question_once_and_sentences_once(tmp_path: Path) -> None:
             QUESTION, hits, embedder=embedder, options=plain.answer_options(req)
         )
         assert answer.text == first["answer"]
+        assert set(embedder.passages) <= {t for h in hits for t in answer_texts(h.chunk)}
     finally:
         services.close()
+
+
+class DictCache:
+    """A VectorCache in memory."""
+
+    def __init__(self) -> None:
+        self.vectors: dict[tuple[str, str], np.ndarray] = {}
+
+    def get(self, model: str, texts: Sequence[str], dim: int) -> dict[int, np.ndarray]:
+        found = ((i, self.vectors.get((model, t))) for i, t in enumerate(texts))
+        return {i: v for i, v in found if v is not None}
+
+    def put(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        self.vectors.update({(model, t): v for t, v in zip(texts, vectors, strict=True)})
+
+    def close(self) -> None:
+        pass
+
+
+def test_sentences_not_embedded_ahead_are_embedded_once() -> None:
+    inner = CountingEmbedder()
+    remembering = RememberingEmbedder(inner, DictCache())
+    first = remembering.embed_documents(["a b", "c d"])
+    again = remembering.embed_documents(["c d", "e f", "a b"])
+    assert inner.passages == ["a b", "c d", "e f"]
+    assert np.array_equal(again[[2, 0]], first)
+
+
+def _table_chunk() -> Chunk:
+    """A chunk of two sentences under a heading, and one of a table of two rows."""
+    rows = ["|  | 2023 | 2022 |", "| --- | --- | --- |", "| Revenue | 10 | 9 |", "| Cost | 4 | 3 |"]
+    lines = [Line(text=r, bbox=(72, 200 + 14 * i, 400, 212 + 14 * i)) for i, r in enumerate(rows)]
+    blocks = [
+        Block(id="b0", type=BlockType.section_header, bbox=(72, 100, 300, 112), text="Results"),
+        Block(
+            id="b1",
+            type=BlockType.text,
+            bbox=(72, 120, 500, 150),
+            text="Revenue grew in 2023. Costs fell.",
+            lines=[Line(text="Revenue grew in 2023. Costs fell.", bbox=(72, 120, 500, 132))],
+        ),
+        Block(
+            id="b2",
+            type=BlockType.table,
+            bbox=(72, 200, 400, 256),
+            text="\n".join(rows),
+            lines=lines,
+        ),
+    ]
+    page = Page(number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=blocks)
+    doc = Document(doc_id="d" * 64, source="results.pdf", page_count=1, pages=[page])
+    chunks = chunk_document(doc, count_tokens=lambda t: len(t.split()))
+    return next(c for c in chunks if c.kind.startswith("table"))
+
+
+def test_answer_texts_are_what_the_answer_embeds() -> None:
+    chunk = _table_chunk()
+    texts = answer_texts(chunk)
+    assert len(texts) == len(set(texts)) and any("2023" in t and "10" in t for t in texts)
+    cache = DictCache()
+    ahead = CountingEmbedder()
+    assert remember_answer_texts([chunk, chunk], ahead, cache) == len(texts)
+    assert remember_answer_texts([chunk], ahead, cache) == 0
+    asked = CountingEmbedder()
+    hits = [ScoredChunk(chunk=chunk, score=1.0)]
+    for question in ("What was revenue in 2023?", "What were the costs in 2022?", "Costs?"):
+        extractive_answer(question, hits, embedder=RememberingEmbedder(asked, cache))
+    assert asked.passages == []  # all read from what was embedded ahead
