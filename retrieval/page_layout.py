@@ -2,12 +2,12 @@
 figure or table that a cited title or caption names.
 
 A title (a block of its own, short and without a closing mark) names the figure or table right
-below it in its column: the nearest one whose top lies
-within `TITLE_GAP` points of the title's bottom, with at most a legend's few words between them
-(no text block of `BODY_WORDS` words or more). A caption ("Figure 3: ...", or a sentence of a
-caption chunk) names the nearest figure or table just above or below it. On a page with two
-columns of text, a title in one column names only the part of the figure or table in its column
-(the text-layer engine can read a chart and the text beside it as one table).
+below it in its column: the nearest one whose top lies within `TITLE_GAP` points of the title's
+bottom, with at most a legend's few words between them (no text block of `BODY_WORDS` words or
+more). A caption ("Figure 3: ...", or a sentence of a caption chunk) names the nearest figure or
+table just above or below it. A title names only the part of a table under it when the table's
+cells beyond the title hold prose (the text-layer engine can read a chart and the column of text
+beside it as one table).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ CAPTION_GAP = 24.0  # points between a caption and its figure or table
 BODY_WORDS = 15  # a text block this long between a title and a figure is body text: no title
 _MIN_CONTENT_HEIGHT = 30.0  # smaller figures are marks and icons, not what a title names
 _TITLE_WORDS = 40
+_AIR = 4.0  # points left around a cut
 _CAPTION = re.compile(r"^(?:figure|fig\.|table|chart|exhibit|graph|diagram)\s*[\dA-Z]", re.I)
 _CAPTION_KINDS = frozenset({"figure_caption", "table_caption"})
 
@@ -56,27 +57,39 @@ class Layout(Protocol):
     def titled(self, doc_id: str, page: int, title: BBox, caption: bool) -> BBox | None: ...
 
 
+_Content = tuple[Box, list[tuple[Box, int]]]
+
+
 @dataclass(frozen=True)
 class _PageBlocks:
-    width: float
     cells: list[TableCell]
-    contents: list[Box]
-    """Boxes of the page's figures and tables, but marks and icons."""
+    contents: list[_Content]
+    """Boxes of the page's figures and tables (but marks and icons), each with its cells' boxes
+    and how many words of prose (alphabetic words) each cell holds."""
     texts: list[tuple[Box, int]]
     """Boxes of the page's other blocks (running headers and footers left out), and their words."""
 
 
 def _page_blocks(page: Page) -> _PageBlocks:
-    contents: list[Box] = []
+    contents: list[_Content] = []
     texts: list[tuple[Box, int]] = []
     for block in page.blocks:
         if block.type in (BlockType.figure, BlockType.table):
             if block.bbox[3] - block.bbox[1] >= _MIN_CONTENT_HEIGHT:
-                contents.append(block.bbox)
+                prose = [(c.bbox, _prose_words(c.text)) for c in block.cells if c.bbox]
+                contents.append((block.bbox, prose))
         elif block.type not in (BlockType.page_header, BlockType.page_footer):
             texts.append((block.bbox, _words(block)))
     cells = [c for block in page.blocks for c in block.cells if c.bbox is not None]
-    return _PageBlocks(page.width, cells, contents, texts)
+    return _PageBlocks(cells, contents, texts)
+
+
+def _prose_words(text: str) -> int:
+    """The words of a line of running text (four words or more, most in lower case); 0 for a
+    label, a header or figures."""
+    words = [w for w in text.split() if w.strip(",.;:()").isalpha()]
+    lower = sum(1 for w in words if w[0].islower())
+    return len(words) if len(words) >= 4 and lower >= 0.6 * len(words) else 0
 
 
 def _words(block: Block) -> int:
@@ -138,7 +151,7 @@ class PageLayouts:
         found = _below(layout, title, CAPTION_GAP if caption else TITLE_GAP)
         if found is None and caption:
             found = _above(layout, title)
-        return _in_column(layout, title, found) if found is not None else None
+        return _beside_cut(title, found) if found is not None else None
 
 
 def _stands_alone(layout: _PageBlocks, title: Box) -> bool:
@@ -151,45 +164,44 @@ def _stands_alone(layout: _PageBlocks, title: Box) -> bool:
     )
 
 
-def _below(layout: _PageBlocks, title: Box, gap: float) -> Box | None:
+def _below(layout: _PageBlocks, title: Box, gap: float) -> _Content | None:
     """The nearest figure or table starting below the title, with no body text between."""
     near = [
-        box
-        for box in layout.contents
-        if _shares_column(box, title) and -2.0 <= box[1] - title[3] <= gap
+        content
+        for content in layout.contents
+        if _shares_column(content[0], title) and -2.0 <= content[0][1] - title[3] <= gap
     ]
-    for box in sorted(near, key=lambda b: b[1]):
+    for content in sorted(near, key=lambda c: c[0][1]):
+        box = content[0]
         between = sum(
             words
             for text, words in layout.texts
             if _shares_column(text, title) and text[1] >= title[3] - 1 and text[3] <= box[1] + 1
         )
         if between < BODY_WORDS:
-            return box
+            return content
     return None
 
 
-def _above(layout: _PageBlocks, caption: Box) -> Box | None:
+def _above(layout: _PageBlocks, caption: Box) -> _Content | None:
     """The nearest figure or table ending just above a caption."""
     near = [
-        box
-        for box in layout.contents
-        if _shares_column(box, caption) and -2.0 <= caption[1] - box[3] <= CAPTION_GAP
+        content
+        for content in layout.contents
+        if _shares_column(content[0], caption) and -2.0 <= caption[1] - content[0][3] <= CAPTION_GAP
     ]
-    return max(near, key=lambda b: b[3], default=None)
+    return max(near, key=lambda c: c[0][3], default=None)
 
 
-def _in_column(layout: _PageBlocks, title: Box, found: Box) -> Box:
-    """`found` cut at the page's middle when the title lies in one half of a page whose other
-    half holds body text."""
-    middle = layout.width / 2
-    if title[2] <= middle + 1:  # the left column
-        other = lambda box: box[0] >= middle - 1  # noqa: E731
-        cut: Box = (found[0], found[1], min(found[2], middle), found[3])
-    elif title[0] >= middle - 1:  # the right column
-        other = lambda box: box[2] <= middle + 1  # noqa: E731
-        cut = (max(found[0], middle), found[1], found[2], found[3])
-    else:
-        return found
-    two_columns = any(words >= BODY_WORDS and other(box) for box, words in layout.texts)
-    return cut if two_columns else found
+def _beside_cut(title: Box, content: _Content) -> Box:
+    """The content's box, cut at the title's edge on a side where its cells beyond the title
+    hold prose (the text-layer engine can read a chart and the column of text beside it as one
+    table): what the title names lies under it."""
+    x0, y0, x1, y1 = content[0]
+    left = sum(words for box, words in content[1] if box[0] < title[0] - 2)
+    right = sum(words for box, words in content[1] if box[2] > title[2] + 2)
+    if left >= BODY_WORDS:
+        x0 = max(x0, title[0] - _AIR)
+    if right >= BODY_WORDS:
+        x1 = min(x1, title[2] + _AIR)
+    return (x0, y0, x1, y1)
