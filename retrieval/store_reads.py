@@ -79,7 +79,9 @@ class StoreReads(ABC):
         text: str | None = None,
     ) -> list[ScoredChunk]:
         """The `limit` best chunks that pass `flt`, best first: nearest to `vector`, or with
-        `text`, dense and lexical candidates fused by rank (RRF) in one query."""
+        `text`, dense and lexical candidates fused by rank (RRF) in one query. Equal scores (RRF
+        gives many) are ordered by document and chunk, so the same question gets the same hits
+        from one process to the next (the engine's own order of ties is not fixed)."""
         dense = query_vector(vector, self.dim)
         if limit < 1 or matches_nothing(flt):
             return []
@@ -92,10 +94,11 @@ class StoreReads(ABC):
             rrf_k=self.hybrid.rrf_k,
             weights=self.hybrid.weights,
         )
-        return [
+        found = [
             ScoredChunk(chunk=chunk_from_payload(payload), score=score)
             for payload, score in self._query(query)
         ]
+        return sorted(found, key=lambda hit: (-hit.score, hit.chunk.doc_id, hit.chunk.chunk_id))
 
     def count(self, doc_id: str | None = None) -> int:
         """Chunks in the store, or of one document."""

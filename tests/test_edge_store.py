@@ -190,3 +190,20 @@ def test_retriever_answers_with_cited_hits(
         assert filtered.hits == [] and filtered.citations == []
         with pytest.raises(InvalidQueryError):
             retriever.query(QueryRequest(question="employees", page_from=3, page_to=2))
+
+
+def test_equal_scores_come_in_document_and_chunk_order(tmp_path: Path) -> None:
+    """RRF gives many equal scores; the engine's own order of them is not fixed, so the same
+    question could cite another page after a restart."""
+    same = unit_vectors(1, seed=7)[0]
+    chunks = [make_chunk(doc, cid, [1]) for doc in (DOC_B, DOC_A) for cid in ("c0003", "c0001")]
+    with EdgeStore(tmp_path / "index", DIM) as s:
+        s.upsert(chunks, np.stack([same] * len(chunks)))
+        found = s.search(same, 4)
+    assert len({round(h.score, 6) for h in found}) == 1
+    assert [(h.chunk.doc_id, h.chunk.chunk_id) for h in found] == [
+        (DOC_A, "c0001"),
+        (DOC_A, "c0003"),
+        (DOC_B, "c0001"),
+        (DOC_B, "c0003"),
+    ]
