@@ -5,10 +5,12 @@ MMLongBench-Doc dev questions, asked of a finished benchmark index as `POST /que
 
 Settings, each over every question in one run: `off` (the default), `local` (the shipped
 cross-encoder re-orders the first `--candidates` fused chunks, and the answer cites its first page
-first unless another is much better supported: `RANK_PRIOR`), and `local, no rank prior` (the
-re-ranked hits, the answer drawn as without a re-ranker). Besides the box table: page R@1 (a gold
-page is the first hit), where the first citation comes from, and the query time's p50 (the
-question's vector is cached across settings, so `off` is cheaper here than in a cold `/query`).
+first unless another is much better supported: `RANK_PRIOR`), `local, no rank prior` (the
+re-ranked hits, the answer drawn as without a re-ranker), two cheaper sentence scorers, and
+`off, titles boxed alone` (a cited chart title or caption boxed without the figure or table it
+names: `retrieval.page_layout`). Besides the box table: page R@1 (a gold page is the first hit),
+where the first citation comes from, and the query time's p50 (the question's vector is cached
+across settings, so `off` is cheaper here than in a cold `/query`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,28 @@ from eval.retrieval_data import load_corpus
 from eval.retrieval_index import open_folio
 from eval.retrieval_metrics import image_only_docs
 
-SETTINGS = ("off", "local", "local, no rank prior", "off, terms alone", "off, 4 sentences")
+SETTINGS = (
+    "off",
+    "local",
+    "local, no rank prior",
+    "off, terms alone",
+    "off, 4 sentences",
+    "off, titles boxed alone",
+)
+
+
+class _TitlesAlone:
+    """The page layout with cell boxes but no figure or table for a cited title (the ablation of
+    `PageLayouts.titled`)."""
+
+    def __init__(self, layout: Any) -> None:
+        self.layout = layout
+
+    def cell_box(self, *args: Any) -> Any:
+        return self.layout.cell_box(*args)
+
+    def titled(self, *_: Any) -> None:
+        return None
 
 
 def _ask(retriever: Any, case: BoxCase, prior: bool) -> tuple[Cited, float, str]:
@@ -105,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = line_boxes(services)
     cross = OnnxReranker()
     dense = retriever.dense_sentences
+    layout = retriever.layout
     rows = []
     notes = []
     for setting in args.settings:
@@ -113,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         retriever.dense_sentences = {"off, terms alone": 0, "off, 4 sentences": 4}.get(
             setting, dense
         )
+        retriever.layout = _TitlesAlone(layout) if setting == "off, titles boxed alone" else layout
         cited, times, ranks = [], [], Counter[str]()
         for case in cases:
             one, seconds, rank = _ask(retriever, case, prior=setting != "local, no rank prior")

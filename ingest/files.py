@@ -5,19 +5,26 @@ after the user's file changed); `{doc_id}.json` is the `Document`, written a win
 time so a 1,000-page document is never held whole. Both are written to a temporary file and moved
 into place, so a reader or a crash never sees half a file. While a document is being written, the
 pages already added are read back from its temporary file (`DocumentFiles.pages_written`): the
-writer keeps where each page's JSON lies in it, not the page.
+writer keeps where each page's JSON lies in it, not the page. Where each page lies in a finished
+`{doc_id}.json` is kept beside it in `{doc_id}.pages.json` (written with it, or found by one scan
+of a file written without it), so one page is read without reading the document
+(`DocumentFiles.page`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+from pydantic import BaseModel, ValidationError
 
 from ingest.records import UnknownDocumentError, is_doc_id
 from ocr_engine.schema import Document, Page
@@ -25,6 +32,56 @@ from ocr_engine.schema import Document, Page
 __all__ = ["DocumentFiles", "DocumentWriter", "file_sha256"]
 
 _COPY_BLOCK = 1 << 20
+_PAGE_INDEX = ".pages.json"
+_PAGES_KEY = re.compile(r'"pages"\s*:\s*\[')
+
+Spans = dict[int, tuple[int, int]]
+"""Page number -> (byte offset, length) of the page's JSON in the document's file."""
+
+
+class PageIndex(BaseModel):
+    """Where each page of one `{doc_id}.json` lies, and which file it indexes (its size and
+    modification time: a rewritten document makes the index stale)."""
+
+    size: int
+    mtime_ns: int
+    spans: Spans
+
+    def matches(self, stat: os.stat_result) -> bool:
+        return (self.size, self.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    handle, tmp = _temp(path.parent, path.name)
+    try:
+        with handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def scan_spans(data: bytes) -> Spans:
+    """Where each page lies in a document's JSON, found by reading it once."""
+    text = data.decode("utf-8")
+    found = _PAGES_KEY.search(text)
+    if found is None:
+        return {}
+    decoder = json.JSONDecoder()
+    spans: Spans = {}
+    index, byte_index = found.end(), len(text[: found.end()].encode("utf-8"))
+    while True:
+        start = index
+        while text[index] in " \t\r\n,":
+            index += 1
+        byte_index += index - start  # the skipped characters are ASCII
+        if text[index] == "]":
+            return spans
+        page, end = decoder.raw_decode(text, index)
+        length = len(text[index:end].encode("utf-8"))
+        spans[int(page["number"])] = (byte_index, length)
+        index, byte_index = end, byte_index + length
 
 
 def _temp(directory: Path, name: str) -> tuple[IO[bytes], Path]:
@@ -81,9 +138,14 @@ class DocumentWriter:
             return out
 
     def commit(self) -> None:
+        """Move the document into place, its page index first (an index of another file is
+        stale by its size and time, so a reader in between scans the file instead)."""
         with self._lock:
             self._handle.write(b"]}")
             self._handle.close()
+            stat = self._tmp.stat()
+            index = PageIndex(size=stat.st_size, mtime_ns=stat.st_mtime_ns, spans=self._spans)
+            _write_atomic(_index_path(self.path), index.model_dump_json().encode("utf-8"))
             os.replace(self._tmp, self.path)
         self._closed()
 
@@ -97,6 +159,10 @@ class DocumentWriter:
     def _closed(self) -> None:
         if self._on_close is not None:
             self._on_close()
+
+
+def _index_path(document: Path) -> Path:
+    return document.with_name(document.name.removesuffix(".json") + _PAGE_INDEX)
 
 
 class DocumentFiles:
@@ -188,8 +254,37 @@ class DocumentFiles:
             raise UnknownDocumentError(doc_id)
         return Document.model_validate_json(path.read_bytes())
 
+    def page(self, doc_id: str, number: int) -> Page:
+        """One page of a finished document, read alone; UnknownDocumentError when the document
+        has no JSON, KeyError when it has no such page."""
+        path = self._path(doc_id, ".json")
+        try:
+            with path.open("rb") as handle:
+                spans = self._spans(path, os.fstat(handle.fileno()), handle)
+                offset, length = spans[number]
+                handle.seek(offset)
+                return Page.model_validate_json(handle.read(length))
+        except FileNotFoundError:
+            raise UnknownDocumentError(doc_id) from None
+
+    @staticmethod
+    def _spans(path: Path, stat: os.stat_result, handle: IO[bytes]) -> Spans:
+        """The page index of the open document file: kept beside it, else found and kept."""
+        index_path = _index_path(path)
+        try:
+            index = PageIndex.model_validate_json(index_path.read_bytes())
+            if index.matches(stat):
+                return index.spans
+        except (OSError, ValidationError):  # none, unreadable or damaged: found again
+            pass
+        spans = scan_spans(handle.read())
+        index = PageIndex(size=stat.st_size, mtime_ns=stat.st_mtime_ns, spans=spans)
+        with contextlib.suppress(OSError):  # a read-only folder: found again next time
+            _write_atomic(index_path, index.model_dump_json().encode("utf-8"))
+        return spans
+
     def remove(self, doc_id: str) -> None:
-        for suffix in (".pdf", ".json"):
+        for suffix in (".pdf", ".json", _PAGE_INDEX):
             self._path(doc_id, suffix).unlink(missing_ok=True)
 
     def sweep_temporary(self) -> int:

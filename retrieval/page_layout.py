@@ -21,7 +21,7 @@ from threading import Lock
 from typing import Protocol
 
 from ocr_engine.geometry import Box
-from ocr_engine.schema import Block, BlockType, Document, Page, TableCell
+from ocr_engine.schema import Block, BlockType, Page, TableCell
 from retrieval.schema import BBox, Chunk, ChunkLine
 
 __all__ = ["BODY_WORDS", "TITLE_GAP", "Layout", "PageLayouts", "is_caption", "is_title"]
@@ -103,35 +103,35 @@ def _shares_column(a: Box, b: Box) -> bool:
 
 
 class PageLayouts:
-    """Page layouts from the document JSON (`load(doc_id)`, a KeyError when it is gone), the last
-    few documents' kept."""
+    """Page layouts from the document JSON, a page at a time (`load_page(doc_id, number)`, a
+    KeyError when the document or page is gone), the last `keep` pages' kept."""
 
-    def __init__(self, load: Callable[[str], Document], keep: int = 4) -> None:
-        self._load = load
+    def __init__(self, load_page: Callable[[str, int], Page], keep: int = 256) -> None:
+        self._load_page = load_page
         self._keep = keep
-        self._docs: OrderedDict[str, dict[int, _PageBlocks]] = OrderedDict()
+        self._pages: OrderedDict[tuple[str, int], _PageBlocks | None] = OrderedDict()
         self._lock = Lock()
 
-    def _pages(self, doc_id: str) -> dict[int, _PageBlocks]:
+    def _page(self, doc_id: str, number: int) -> _PageBlocks | None:
+        key = (doc_id, number)
         with self._lock:
-            if doc_id in self._docs:
-                self._docs.move_to_end(doc_id)
-                return self._docs[doc_id]
+            if key in self._pages:
+                self._pages.move_to_end(key)
+                return self._pages[key]
         try:
-            pages = self._load(doc_id).pages
+            layout: _PageBlocks | None = _page_blocks(self._load_page(doc_id, number))
         except KeyError:  # removed since it was found: cited by its chunk lines alone
-            log.info("no document JSON for %s: cited by chunk lines alone", doc_id)
-            pages = []
-        layouts = {page.number: _page_blocks(page) for page in pages}
+            log.info("no page %d in the JSON of %s: cited by chunk lines alone", number, doc_id)
+            layout = None
         with self._lock:
-            self._docs[doc_id] = layouts
-            while len(self._docs) > self._keep:
-                self._docs.popitem(last=False)
-        return layouts
+            self._pages[key] = layout
+            while len(self._pages) > self._keep:
+                self._pages.popitem(last=False)
+        return layout
 
     def cell_box(self, chunk: Chunk, line: ChunkLine, col: int) -> BBox | None:
         """The box of the cell in column `col` whose middle lies in the row `line` boxes."""
-        layout = self._pages(chunk.doc_id).get(line.page)
+        layout = self._page(chunk.doc_id, line.page)
         x0, y0, x1, y1 = line.bbox
         for cell in layout.cells if layout else []:
             if cell.col != col or cell.bbox is None:
@@ -145,7 +145,7 @@ class PageLayouts:
     def titled(self, doc_id: str, page: int, title: BBox, caption: bool) -> BBox | None:
         """The box of the figure or table that the title (or `caption`) at `title` names on
         `page`, clipped to the title's column on a two-column page; None when there is none."""
-        layout = self._pages(doc_id).get(page)
+        layout = self._page(doc_id, page)
         if layout is None or not (caption or _stands_alone(layout, title)):
             return None
         found = _below(layout, title, CAPTION_GAP if caption else TITLE_GAP)

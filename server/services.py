@@ -136,7 +136,7 @@ def build_retriever(
         store,
         names=NamedDocuments(ledger.named),
         dense_sentences=settings.answer_dense_sentences,
-        layout=PageLayouts(files.load_document) if files is not None else None,
+        layout=PageLayouts(files.page) if files is not None else None,
         reranker=build_reranker(rerank) if rerank is not None else None,
         rerank_candidates=rerank.candidates if rerank is not None else 20,
     )

@@ -73,7 +73,7 @@ def _cell_box(row: int, col: int) -> tuple[float, float, float, float]:
     return cell.bbox
 
 
-OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id: DOCUMENT))
+OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
 
 
 @cache

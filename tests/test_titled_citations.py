@@ -83,7 +83,7 @@ def _document() -> Document:
 
 
 DOCUMENT = _document()
-OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id: DOCUMENT))
+OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
 
 
 def _first_citation(question: str, options: AnswerOptions = OPTIONS) -> Citation:
@@ -138,7 +138,5 @@ def test_a_short_title_over_a_wide_table_of_figures_names_all_of_it() -> None:
             Block(id="p1-b1", type=BlockType.table, bbox=table, text="| |", cells=cells),
         ],
     )
-    layouts = PageLayouts(
-        lambda _: Document(doc_id="a" * 64, source="a.pdf", page_count=1, pages=[page])
-    )
+    layouts = PageLayouts(lambda _doc_id, _number: page)
     assert layouts.titled("a" * 64, 1, title, caption=False) == table
