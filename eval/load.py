@@ -28,7 +28,7 @@ from eval.load_index import build_load_index, source_indexes
 from eval.retrieval_data import DATASETS, load_corpus
 from eval.serving import folio_server
 
-__all__ = ["LevelResult", "main", "run_level"]
+__all__ = ["LevelResult", "benchmark_questions", "main", "run_level"]
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ async def run_level(
     return LevelResult(clients, len(latencies), errors, elapsed, latencies, os.getloadavg()[0])
 
 
-def _questions(data: Path) -> list[str]:
+def benchmark_questions(data: Path) -> list[str]:
     """Every question of the three retrieval data sets, interleaved so each level mixes them."""
     sets = [[c.question for c in load_corpus(name, data).cases] for name in DATASETS]
     mixed = [q for group in itertools.zip_longest(*sets) for q in group if q]
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: need the shared data ({args.data}) and cached indexes in {args.bench}")
         print("(build them with `python -m eval retrieval`)")
         return 0
-    questions = _questions(args.data)
+    questions = benchmark_questions(args.data)
     target = args.work / f"index-{args.min_chunks}"
     index = build_load_index(args.bench, target, args.min_chunks)
     if index is None:

@@ -214,6 +214,7 @@ def _build(
     files = DocumentFiles(settings.data_dir)
     events = EventHub()
     cache_path = settings.data_dir / PAGE_CACHE_FILE
+    sentences = settings.data_dir / SENTENCE_CACHE_FILE
     options = options or ingest_options(settings)
     if options.passwords_file is None:
         passwords = settings.passwords_file or settings.data_dir / PASSWORDS_FILE
@@ -226,7 +227,7 @@ def _build(
         options,
         cache_path=cache_path,
         embed_cache=EmbeddingCache(settings.data_dir / EMBED_CACHE_FILE),
-        sentence_cache=EmbeddingCache(settings.data_dir / SENTENCE_CACHE_FILE),
+        sentence_cache=EmbeddingCache(sentences) if settings.answer_sentences_at_ingest else None,
         events=events,
     )
     if settings.broker_url is not None:

@@ -86,6 +86,11 @@ class Settings(BaseSettings):
         le=64,
         description="extractive answers: sentences ranked again by embedding (0: by terms alone)",
     )
+    answer_sentences_at_ingest: bool = Field(
+        default=True,
+        description="embed at ingest the sentences and table cells an extractive answer may rank "
+        "again, so that /query reads their vectors (ingest takes ~1.7x as long on 2 CPU cores)",
+    )
     rerank: str = Field(
         default="off",
         description="re-rank the fused candidates: off, local (the cross-encoder shipped in the "

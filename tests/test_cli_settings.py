@@ -54,3 +54,9 @@ def test_dense_sentence_ranking_is_a_setting(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("FOLIO_ANSWER_DENSE_SENTENCES", "-1")
     with pytest.raises(ValueError, match="answer_dense_sentences"):
         Settings()
+
+
+def test_answer_sentences_at_ingest_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().answer_sentences_at_ingest
+    monkeypatch.setenv("FOLIO_ANSWER_SENTENCES_AT_INGEST", "0")
+    assert not Settings().answer_sentences_at_ingest

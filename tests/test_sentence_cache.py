@@ -80,6 +80,30 @@ def test_query_embeds_question_once_and_reads_sentences_embedded_at_ingest(
         services.close()
 
 
+def test_without_sentences_at_ingest_a_query_embeds_them_once(tmp_path: Path) -> None:
+    pdf = tmp_path / "volcano.pdf"
+    title, sections = FACTS["volcano.pdf"]
+    pdf.write_bytes(fact_pdf(title, sections, filler_pages=2))
+    embedder = CountingEmbedder()
+    settings = Settings(
+        data_dir=tmp_path / "data", ocr=OcrMode.never, answer_sentences_at_ingest=False
+    )
+    services = build_services(settings, embedder=embedder)
+    try:
+        [result] = services.sync.ingest_paths([pdf])
+        assert result.status.value == "ok", result
+        assert not (settings.data_dir / SENTENCE_CACHE_FILE).exists()
+        embedder.passages.clear()
+        with TestClient(create_app(services, watch=False)) as client:
+            first = client.post("/query", json={"question": QUESTION}).json()
+            sentences = list(embedder.passages)
+            second = client.post("/query", json={"question": QUESTION}).json()
+        assert sentences and embedder.passages == sentences  # embedded once, then read
+        assert first == second and first["answer"] is not None
+    finally:
+        services.close()
+
+
 class DictCache:
     """A VectorCache in memory."""
 
