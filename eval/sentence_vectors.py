@@ -1,16 +1,17 @@
 """Answer sentences embedded ahead into an existing index's sentence cache, as ingest now does.
 
-    python -m eval sentence_vectors --data-dir .bench/load/index-50000 [--load-questions]
+    python -m eval sentence_vectors --data-dir .bench/load/index-50000 [--questions load]
 
 For an index built before ingest embedded them (or assembled from other indexes' points, as the
 load index is): the answer texts of every indexed chunk (`retrieval.sentence_cache.answer_texts`)
 embedded with the shipped model into DATA_DIR/sentence_cache.sqlite3, those already there
 skipped. Prints the chunks, the texts embedded, the seconds and texts/s.
 
-With `--load-questions`, only the chunks that `python -m eval load`'s questions find (their top 5
-hits, searched as `folio serve` searches), each with all its answer texts: for such a run, the
-same cache hits as after a full fill (an hour of 2 CPU cores for the load index's 156,000
-texts), in minutes; what other questions would find stays unembedded.
+With `--questions load` (or `mmlongbench`), only the chunks that `python -m eval load`'s questions
+(or MMLongBench-Doc's, which `eval.first_citation` asks) find, their top 5 hits searched as
+`folio serve` searches, each with all its answer texts: for a run of those questions, the same
+cache hits as after a full fill (an hour of 2 shared CPU cores for the load index's 156,000 texts),
+in minutes; what other questions would find stays unembedded.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ _GROUP = 64  # chunks whose texts are embedded together
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--load-questions", action="store_true", help="their hits' chunks only")
+    parser.add_argument("--questions", choices=("load", "mmlongbench"), help="their hits only")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the questions")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -63,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         began = time.perf_counter()
         try:
             groups: Iterable[list[Chunk]]
-            if args.load_questions:
+            if args.questions:
                 retriever = build_retriever(settings, embedder, store, ledger)
-                groups = [_found(retriever, args.data)]
+                groups = [_found(retriever, _questions(args.questions, args.data))]
             else:
                 groups = (store.chunks(doc_id) for doc_id in sorted(store.doc_ids()))
             for n, found in enumerate(groups, 1):
@@ -92,12 +93,23 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-def _found(retriever: Retriever, data: Path) -> list[Chunk]:
-    """The distinct chunks among the top 5 hits of `python -m eval load`'s questions."""
+def _questions(name: str, data: Path) -> list[str]:
+    """`python -m eval load`'s questions, or MMLongBench-Doc's (with MMDocIR's on its files)."""
+    from eval.evidence_boxes import load_box_cases
     from eval.load import benchmark_questions
+    from eval.retrieval_data import load_corpus
 
+    if name == "load":
+        return benchmark_questions(data)
+    corpus = load_corpus(name, data)
+    boxed = load_box_cases(data, corpus.pdfs)
+    return list(dict.fromkeys([*(c.question for c in corpus.cases), *(b.question for b in boxed)]))
+
+
+def _found(retriever: Retriever, questions: list[str]) -> list[Chunk]:
+    """The distinct chunks among the top 5 hits of the questions."""
     found: dict[tuple[str, str], Chunk] = {}
-    for question in benchmark_questions(data):
+    for question in questions:
         for hit in retriever.search(question, 5):
             found.setdefault((hit.chunk.doc_id, hit.chunk.chunk_id), hit.chunk)
     return list(found.values())
