@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     answer_sentences_at_ingest: bool = Field(
         default=True,
         description="embed at ingest the sentences and table cells an extractive answer may rank "
-        "again, so that /query reads their vectors (ingest takes ~1.7x as long on 2 CPU cores)",
+        "again, so that /query reads their vectors (ingest takes 1.7-3.7x as long on 2 CPU cores)",
     )
     rerank: str = Field(
         default="off",
