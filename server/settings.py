@@ -87,9 +87,10 @@ class Settings(BaseSettings):
         description="extractive answers: sentences ranked again by embedding (0: by terms alone)",
     )
     answer_sentences_at_ingest: bool = Field(
-        default=True,
+        default=False,
         description="embed at ingest the sentences and table cells an extractive answer may rank "
-        "again, so that /query reads their vectors (ingest takes 1.7-3.7x as long on 2 CPU cores)",
+        "again, so that /query reads their vectors (ingest takes 1.7-3.7x as long on 2 CPU cores; "
+        "off: each is embedded by the first query that ranks it, and kept)",
     )
     rerank: str = Field(
         default="off",

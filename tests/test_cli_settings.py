@@ -57,6 +57,6 @@ def test_dense_sentence_ranking_is_a_setting(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_answer_sentences_at_ingest_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not Settings().answer_sentences_at_ingest  # off: ingest speed first
+    monkeypatch.setenv("FOLIO_ANSWER_SENTENCES_AT_INGEST", "1")
     assert Settings().answer_sentences_at_ingest
-    monkeypatch.setenv("FOLIO_ANSWER_SENTENCES_AT_INGEST", "0")
-    assert not Settings().answer_sentences_at_ingest

@@ -50,7 +50,9 @@ def test_query_embeds_question_once_and_reads_sentences_embedded_at_ingest(
     title, sections = FACTS["volcano.pdf"]
     pdf.write_bytes(fact_pdf(title, sections, filler_pages=2))
     embedder = CountingEmbedder()
-    settings = Settings(data_dir=tmp_path / "data", ocr=OcrMode.never)
+    settings = Settings(
+        data_dir=tmp_path / "data", ocr=OcrMode.never, answer_sentences_at_ingest=True
+    )
     services = build_services(settings, embedder=embedder)
     try:
         [result] = services.sync.ingest_paths([pdf])
