@@ -44,6 +44,7 @@ __all__ = [
     "Answer",
     "AnswerOptions",
     "PageRange",
+    "answer_texts",
     "cite",
     "extractive_answer",
     "following_ids",
@@ -242,6 +243,13 @@ def _dense(
 def _in_context(chunk: Chunk, text: str) -> str:
     opening = " ".join(text.split()[:_DENSE_WORDS])
     return f"{chunk.section_path[-1]}: {opening}" if chunk.section_path else opening
+
+
+def answer_texts(chunk: Chunk) -> list[str]:
+    """Every text an answer may embed for `chunk` (each candidate sentence and table cell, led by
+    its section heading), once: what ingest can embed ahead of the queries."""
+    hit = [ScoredChunk(chunk=chunk, score=1.0)]
+    return list(dict.fromkeys(_in_context(chunk, s.text) for s in _candidates(hit)))
 
 
 def _select(

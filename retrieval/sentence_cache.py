@@ -18,9 +18,9 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval.answer import _candidates, _in_context  # the answer's own candidates, not a copy
+from retrieval.answer import answer_texts
 from retrieval.embedder import Embedder
-from retrieval.schema import Chunk, ScoredChunk
+from retrieval.schema import Chunk
 
 __all__ = ["RememberingEmbedder", "VectorCache", "answer_texts", "remember_answer_texts"]
 
@@ -89,13 +89,6 @@ class RememberingEmbedder:
             vectors[missing] = new
             self.cache.put(self.name, [texts[i] for i in missing], new)
         return vectors
-
-
-def answer_texts(chunk: Chunk) -> list[str]:
-    """Every text the extractive answer may embed for `chunk`: each candidate sentence and table
-    cell as `retrieval.answer` leads it by the section heading, once."""
-    hit = [ScoredChunk(chunk=chunk, score=1.0)]
-    return list(dict.fromkeys(_in_context(chunk, s.text) for s in _candidates(hit)))
 
 
 def remember_answer_texts(chunks: Sequence[Chunk], embedder: Embedder, cache: VectorCache) -> int:
