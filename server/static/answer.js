@@ -3,7 +3,7 @@
 // shows a crop of the cited region.
 
 import { ApiError, describe, errorFrom, imageUrl, readEvents, request } from "./api.js";
-import { el, setText } from "./dom.js";
+import { el, fileName, setText } from "./dom.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -75,7 +75,7 @@ function citationItem(citation, signal) {
       "div",
       { class: "cite-meta" },
       el("span", { class: "n" }, `[${citation.n}]`),
-      el("span", { class: "source" }, citation.source),
+      el("span", { class: "source" }, fileName(citation.source)),
       el("span", { class: "page" }, `page ${citation.page}`),
       supportNote(citation),
       el("button", { type: "button", class: "quiet open-page", onclick: open }, "Show on page"),

@@ -3,7 +3,7 @@
 // removed while their files stay (GET /documents/removed), each with a Restore button.
 
 import { apiKey, describe, errorFrom, getJson, promptKey, readEvents, request } from "./api.js";
-import { el, plural, setText } from "./dom.js";
+import { el, fileName, plural, setText } from "./dom.js";
 import { documentCards } from "./cards.js";
 import { forgetDocument } from "./viewer.js";
 
@@ -111,7 +111,7 @@ function removedRow(docId, stones) {
     el(
       "div",
       { class: "doc-head" },
-      el("span", { class: "doc-name" }, source),
+      el("span", { class: "doc-name" }, fileName(source)),
       el("span", { class: "badge" }, "Removed"),
       el(
         "button",
@@ -198,7 +198,7 @@ function makeRow(entry) {
 
 function paint(entry) {
   const { record, progress, row } = entry;
-  setText(row.querySelector(".doc-name"), record.source);
+  row.querySelector(".doc-name").replaceChildren(fileName(record.source));
   const card = cardLine(record.card);
   if (card) setText(row.querySelector(".doc-card"), card);
   row.querySelector(".doc-card").hidden = !card && !row.querySelector(".doc-card").textContent;

@@ -31,6 +31,18 @@ export function setText(node, text) {
   node.textContent = text;
 }
 
+/** A file name as text with a line-break chance after each `_`, `-` and `.`, so that a long name
+ * wraps between its words, not inside them (copying it gives the name unchanged). */
+export function fileName(name) {
+  const parts = String(name).split(/(?<=[_.-])/);
+  const out = document.createDocumentFragment();
+  parts.forEach((part, i) => {
+    out.append(document.createTextNode(part));
+    if (i < parts.length - 1) out.append(document.createElement("wbr"));
+  });
+  return out;
+}
+
 export function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
