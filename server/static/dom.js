@@ -31,10 +31,11 @@ export function setText(node, text) {
   node.textContent = text;
 }
 
-/** A file name as text with a line-break chance after each `_`, `-` and `.`, so that a long name
- * wraps between its words, not inside them (copying it gives the name unchanged). */
+/** A file name as text with a line-break chance after each `_` and `-`, and after a `.` before a
+ * letter (not inside `2020.05.21`), so that a long name wraps between its words, not inside them
+ * (copying it gives the name unchanged). */
 export function fileName(name) {
-  const parts = String(name).split(/(?<=[_.-])/);
+  const parts = String(name).split(/(?<=[_-])|(?<=\.)(?=\D)/);
   const out = document.createDocumentFragment();
   parts.forEach((part, i) => {
     out.append(document.createTextNode(part));
