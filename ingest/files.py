@@ -192,10 +192,7 @@ class DocumentFiles:
     def save_pdf(self, doc_id: str, data: bytes) -> Path:
         path = self._path(doc_id, ".pdf")
         if not path.exists():
-            handle, tmp = _temp(self.root, path.name)
-            with handle:
-                handle.write(data)
-            os.replace(tmp, path)
+            _write_atomic(path, data)
         return path
 
     def copy_pdf(self, doc_id: str, source: Path) -> Path | None:

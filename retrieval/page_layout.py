@@ -65,7 +65,7 @@ class _PageBlocks:
     cells: list[TableCell]
     contents: list[_Content]
     """Boxes of the page's figures and tables (but marks and icons), each with its cells' boxes
-    and how many words of prose (alphabetic words) each cell holds."""
+    and how many words of running text each cell holds (`_prose_words`)."""
     texts: list[tuple[Box, int]]
     """Boxes of the page's other blocks (running headers and footers left out), and their words."""
 

@@ -19,7 +19,7 @@ from retrieval.schema import Chunk, QueryRequest, ScoredChunk
 from retrieval.search import Retriever
 from retrieval.sentence_cache import RememberingEmbedder, answer_texts, remember_answer_texts
 from server.app import create_app
-from server.services import SENTENCE_CACHE_FILE, build_services
+from server.services import SENTENCE_CACHE_FILE, Services, build_services
 from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf
 
@@ -43,21 +43,27 @@ class CountingEmbedder(HashEmbedder):
         return super().embed_documents(texts)  # type: ignore[arg-type]
 
 
-def test_query_embeds_question_once_and_reads_sentences_embedded_at_ingest(
-    tmp_path: Path,
-) -> None:
+def _ingested(tmp_path: Path, at_ingest: bool) -> tuple[Services, CountingEmbedder]:
+    """Services over the volcano facts, ingested with or without answer sentences at ingest."""
     pdf = tmp_path / "volcano.pdf"
     title, sections = FACTS["volcano.pdf"]
     pdf.write_bytes(fact_pdf(title, sections, filler_pages=2))
     embedder = CountingEmbedder()
     settings = Settings(
-        data_dir=tmp_path / "data", ocr=OcrMode.never, answer_sentences_at_ingest=True
+        data_dir=tmp_path / "data", ocr=OcrMode.never, answer_sentences_at_ingest=at_ingest
     )
     services = build_services(settings, embedder=embedder)
+    [result] = services.sync.ingest_paths([pdf])
+    assert result.status.value == "ok", result
+    return services, embedder
+
+
+def test_query_embeds_question_once_and_reads_sentences_embedded_at_ingest(
+    tmp_path: Path,
+) -> None:
+    services, embedder = _ingested(tmp_path, at_ingest=True)
     try:
-        [result] = services.sync.ingest_paths([pdf])
-        assert result.status.value == "ok", result
-        assert (settings.data_dir / SENTENCE_CACHE_FILE).is_file()
+        assert (services.settings.data_dir / SENTENCE_CACHE_FILE).is_file()
         embedder.questions.clear()
         embedder.passages.clear()
         with TestClient(create_app(services, watch=False)) as client:
@@ -83,18 +89,9 @@ def test_query_embeds_question_once_and_reads_sentences_embedded_at_ingest(
 
 
 def test_without_sentences_at_ingest_a_query_embeds_them_once(tmp_path: Path) -> None:
-    pdf = tmp_path / "volcano.pdf"
-    title, sections = FACTS["volcano.pdf"]
-    pdf.write_bytes(fact_pdf(title, sections, filler_pages=2))
-    embedder = CountingEmbedder()
-    settings = Settings(
-        data_dir=tmp_path / "data", ocr=OcrMode.never, answer_sentences_at_ingest=False
-    )
-    services = build_services(settings, embedder=embedder)
+    services, embedder = _ingested(tmp_path, at_ingest=False)
     try:
-        [result] = services.sync.ingest_paths([pdf])
-        assert result.status.value == "ok", result
-        assert not (settings.data_dir / SENTENCE_CACHE_FILE).exists()
+        assert not (services.settings.data_dir / SENTENCE_CACHE_FILE).exists()
         embedder.passages.clear()
         with TestClient(create_app(services, watch=False)) as client:
             first = client.post("/query", json={"question": QUESTION}).json()
