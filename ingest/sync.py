@@ -308,6 +308,11 @@ class Sync:
 
     # processing ---------------------------------------------------------------------------------
 
+    @property
+    def busy(self) -> bool:
+        """A pass over the due documents is running."""
+        return self._processing.locked()
+
     def process_pending(
         self,
         *,

@@ -12,6 +12,7 @@ new question pays for its own embedding only.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
@@ -45,6 +46,7 @@ class RememberingEmbedder:
         self.questions = questions
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self.last_used = float("-inf")  # time.monotonic() of the last query's embedding
 
     @property
     def name(self) -> str:
@@ -63,6 +65,7 @@ class RememberingEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """The question's vector, from memory when it was asked lately."""
+        self.last_used = time.monotonic()
         with self._lock:
             if (found := self._recent.get(text)) is not None:
                 self._recent.move_to_end(text)
@@ -77,6 +80,7 @@ class RememberingEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """The texts' vectors: cached ones read, the others embedded and cached."""
+        self.last_used = time.monotonic()
         if self.cache is None or not texts:
             return self.inner.embed_documents(texts)
         found = self.cache.get(self.name, texts, self.dim)

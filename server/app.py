@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
+from ingest.events import EventKind
 from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
 from server.deps import page_renderer
@@ -21,12 +22,13 @@ from server.routes.health import router as health_router
 from server.routes.ingest import router as ingest_router
 from server.routes.pages import router as pages_router
 from server.routes.web import router as web_router
-from server.services import Services
+from server.services import Services, sentence_fill
 from server.shutdown import Stopping
 from server.wiring import QUERY_LIMITS, install_api
 
 log = logging.getLogger(__name__)
 
+_INDEX_CHANGES = (EventKind.finished, EventKind.removed)  # what the sentence filler looks at
 DOCS_ASSETS = "/static/docs"  # under /static/: open without the API key, as the web page is
 
 
@@ -42,6 +44,14 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         worker = IngestWorker(services.sync)
         app.state.worker = worker
         worker.start()
+        fill = sentence_fill(services)
+        unfill = None
+        if fill is not None:
+            unfill = services.events.subscribe(
+                lambda e: fill.wake(e.doc_id) if e.kind in _INDEX_CHANGES else None
+            )
+            fill.start()
+        app.state.sentence_fill = fill
         watcher = None
         if watch and settings.watch_dir is not None:
             watcher = FolderWatcher(
@@ -58,6 +68,10 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         finally:
             if watcher is not None:
                 watcher.stop()
+            if fill is not None:
+                assert unfill is not None
+                unfill()
+                fill.stop()
             worker.stop()
             unwatch()
 

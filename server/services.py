@@ -26,6 +26,7 @@ from retrieval.page_layout import PageLayouts
 from retrieval.rerank import HttpReranker, build_reranker
 from retrieval.search import Retriever
 from retrieval.sentence_cache import RememberingEmbedder
+from retrieval.sentence_fill import SentenceFill
 from retrieval.store import VectorStore
 from server.datadir import DataDirLock
 from server.settings import Settings
@@ -142,6 +143,19 @@ def build_retriever(
     )
 
 
+def sentence_fill(services: Services) -> SentenceFill | None:
+    """With FOLIO_ANSWER_SENTENCES=idle, the filler of the query path's sentence cache: it works
+    while no query and no ingest runs, and looks again when a document is indexed or removed."""
+    remembering = services.retriever.embedder
+    if services.settings.answer_sentences != "idle":
+        return None
+    if not isinstance(remembering, RememberingEmbedder) or remembering.cache is None:
+        return None
+    return SentenceFill(
+        services.store, remembering, remembering.cache, busy=lambda: services.sync.busy
+    )
+
+
 def ingest_options(settings: Settings) -> IngestOptions:
     extract = settings.extract_options()
     window = IngestOptions().window
@@ -227,7 +241,7 @@ def _build(
         options,
         cache_path=cache_path,
         embed_cache=EmbeddingCache(settings.data_dir / EMBED_CACHE_FILE),
-        sentence_cache=EmbeddingCache(sentences) if settings.answer_sentences_at_ingest else None,
+        sentence_cache=EmbeddingCache(sentences) if settings.answer_sentences == "ingest" else None,
         events=events,
     )
     if settings.broker_url is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -86,11 +86,12 @@ class Settings(BaseSettings):
         le=64,
         description="extractive answers: sentences ranked again by embedding (0: by terms alone)",
     )
-    answer_sentences_at_ingest: bool = Field(
-        default=False,
-        description="embed at ingest the sentences and table cells an extractive answer may rank "
-        "again, so that /query reads their vectors (ingest takes 1.7-3.7x as long on 2 CPU cores; "
-        "off: each is embedded by the first query that ranks it, and kept)",
+    answer_sentences: Literal["idle", "ingest", "query"] = Field(
+        default="idle",
+        description="when the sentences and table cells an extractive answer may rank again are "
+        "embedded, so that /query reads their vectors: idle (by `folio serve` between queries "
+        "and ingests), ingest (with the chunks: ingest takes 1.7-3.7x as long on 2 CPU cores) "
+        "or query (by the first query that ranks each, and kept)",
     )
     rerank: str = Field(
         default="off",

@@ -56,7 +56,10 @@ def test_dense_sentence_ranking_is_a_setting(monkeypatch: pytest.MonkeyPatch) ->
         Settings()
 
 
-def test_answer_sentences_at_ingest_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert not Settings().answer_sentences_at_ingest  # off: ingest speed first
-    monkeypatch.setenv("FOLIO_ANSWER_SENTENCES_AT_INGEST", "1")
-    assert Settings().answer_sentences_at_ingest
+def test_when_answer_sentences_are_embedded_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().answer_sentences == "idle"  # not at ingest: ingest speed first
+    monkeypatch.setenv("FOLIO_ANSWER_SENTENCES", "ingest")
+    assert Settings().answer_sentences == "ingest"
+    monkeypatch.setenv("FOLIO_ANSWER_SENTENCES", "always")
+    with pytest.raises(ValueError, match="answer_sentences"):
+        Settings()

@@ -4,6 +4,8 @@ are read from DATA_DIR/sentence_cache.sqlite3, with the same answer as without i
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from retrieval.answer import extractive_answer
 from retrieval.schema import Chunk, QueryRequest, ScoredChunk
 from retrieval.search import Retriever
 from retrieval.sentence_cache import RememberingEmbedder, answer_texts, remember_answer_texts
+from retrieval.sentence_fill import SentenceFill
 from server.app import create_app
 from server.services import SENTENCE_CACHE_FILE, Services, build_services
 from server.settings import Settings
@@ -43,25 +46,41 @@ class CountingEmbedder(HashEmbedder):
         return super().embed_documents(texts)  # type: ignore[arg-type]
 
 
-def _ingested(tmp_path: Path, at_ingest: bool) -> tuple[Services, CountingEmbedder]:
-    """Services over the volcano facts, ingested with or without answer sentences at ingest."""
-    pdf = tmp_path / "volcano.pdf"
-    title, sections = FACTS["volcano.pdf"]
+def _fact_pdf(tmp_path: Path, name: str) -> Path:
+    pdf = tmp_path / name
+    title, sections = FACTS[name]
     pdf.write_bytes(fact_pdf(title, sections, filler_pages=2))
+    return pdf
+
+
+def _ingested(tmp_path: Path, when: str) -> tuple[Services, CountingEmbedder]:
+    """Services over the volcano facts, ingested with FOLIO_ANSWER_SENTENCES=`when`."""
     embedder = CountingEmbedder()
-    settings = Settings(
-        data_dir=tmp_path / "data", ocr=OcrMode.never, answer_sentences_at_ingest=at_ingest
-    )
+    settings = Settings(data_dir=tmp_path / "data", ocr=OcrMode.never, answer_sentences=when)
     services = build_services(settings, embedder=embedder)
-    [result] = services.sync.ingest_paths([pdf])
+    [result] = services.sync.ingest_paths([_fact_pdf(tmp_path, "volcano.pdf")])
     assert result.status.value == "ok", result
     return services, embedder
+
+
+def _all_answer_texts(services: Services) -> set[str]:
+    store = services.store
+    return {t for d in store.doc_ids() for c in store.chunks(d) for t in answer_texts(c)}
+
+
+def _settled(fill: SentenceFill | None, timeout_s: float = 60.0) -> SentenceFill:
+    assert fill is not None
+    deadline = time.monotonic() + timeout_s
+    while not fill.progress.settled:
+        assert time.monotonic() < deadline, "the sentence filler did not finish"
+        time.sleep(0.05)
+    return fill
 
 
 def test_query_embeds_question_once_and_reads_sentences_embedded_at_ingest(
     tmp_path: Path,
 ) -> None:
-    services, embedder = _ingested(tmp_path, at_ingest=True)
+    services, embedder = _ingested(tmp_path, "ingest")
     try:
         assert (services.settings.data_dir / SENTENCE_CACHE_FILE).is_file()
         embedder.questions.clear()
@@ -88,8 +107,8 @@ def test_query_embeds_question_once_and_reads_sentences_embedded_at_ingest(
         services.close()
 
 
-def test_without_sentences_at_ingest_a_query_embeds_them_once(tmp_path: Path) -> None:
-    services, embedder = _ingested(tmp_path, at_ingest=False)
+def test_with_sentences_left_to_queries_a_query_embeds_them_once(tmp_path: Path) -> None:
+    services, embedder = _ingested(tmp_path, "query")
     try:
         assert not (services.settings.data_dir / SENTENCE_CACHE_FILE).exists()
         embedder.passages.clear()
@@ -99,6 +118,65 @@ def test_without_sentences_at_ingest_a_query_embeds_them_once(tmp_path: Path) ->
             second = client.post("/query", json={"question": QUESTION}).json()
         assert sentences and embedder.passages == sentences  # embedded once, then read
         assert first == second and first["answer"] is not None
+    finally:
+        services.close()
+
+
+def test_by_default_serve_embeds_the_answer_sentences_while_idle(tmp_path: Path) -> None:
+    services, embedder = _ingested(tmp_path, "idle")
+    try:
+        assert services.settings.answer_sentences == "idle"  # the default
+        assert not (services.settings.data_dir / SENTENCE_CACHE_FILE).exists()  # not at ingest
+        embedder.passages.clear()
+        with TestClient(create_app(services, watch=False)) as client:
+            fill = _settled(client.app.state.sentence_fill)  # type: ignore[attr-defined]
+            wanted = _all_answer_texts(services)
+            assert set(embedder.passages) == wanted and len(embedder.passages) == len(wanted)
+            assert fill.progress.texts_embedded == len(wanted)
+            health = client.get("/health").json()["answer_sentences"]
+            assert health == {
+                "settled": True,
+                "documents_checked": 1,
+                "texts_embedded": len(wanted),
+            }
+            embedder.passages.clear()
+            answer = client.post("/query", json={"question": QUESTION}).json()
+            assert answer["answer"] is not None and embedder.passages == []  # all read
+            # a document indexed later is filled too, once its ingest has finished
+            [added] = services.sync.ingest_paths([_fact_pdf(tmp_path, "bakery.pdf")])
+            assert added.status.value == "ok", added
+            new = _all_answer_texts(services) - wanted
+            deadline = time.monotonic() + 60
+            while not new <= set(embedder.passages):
+                assert time.monotonic() < deadline, "the new document's sentences were not filled"
+                time.sleep(0.05)
+    finally:
+        services.close()
+
+
+def test_the_filler_waits_for_ingest_and_queries(tmp_path: Path) -> None:
+    services, _ = _ingested(tmp_path, "query")
+    try:
+        inner = CountingEmbedder()
+        remembering = RememberingEmbedder(inner, DictCache())
+        ingesting = threading.Event()
+        ingesting.set()
+        fill = SentenceFill(
+            services.store, remembering, DictCache(), busy=ingesting.is_set, quiet_s=0.3
+        )
+        fill.start()
+        try:
+            time.sleep(0.5)
+            assert inner.passages == [] and not fill.progress.settled  # an ingest runs
+            remembering.embed_query("a question")
+            ingesting.clear()
+            time.sleep(0.1)
+            assert inner.passages == []  # a query ran less than quiet_s ago
+            _settled(fill, timeout_s=30)
+            assert set(inner.passages) == _all_answer_texts(services)
+        finally:
+            fill.stop()
+        assert fill._thread is not None and not fill._thread.is_alive()
     finally:
         services.close()
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from retrieval.sentence_fill import FillProgress
 from retrieval.store import StoreError
 from server.deps import Svc
 
@@ -19,11 +20,18 @@ class Health(BaseModel):
     documents: int
     points: int
     reason: str | None = Field(default=None, description="why the status is error")
+    answer_sentences: FillProgress | None = Field(
+        default=None,
+        description="with FOLIO_ANSWER_SENTENCES=idle: how far the sentences a new question's "
+        "answer reads have been embedded between queries",
+    )
 
 
 @router.get("/health", responses={503: {"model": Health}})
-def health(svc: Svc, response: Response) -> Health:
+def health(svc: Svc, request: Request, response: Response) -> Health:
     """ok, or 503 with the reason when the index failed its latest write or cannot be read."""
+    fill = getattr(request.app.state, "sentence_fill", None)
+    sentences = fill.progress.model_copy() if fill is not None else None
     documents = svc.ledger.count()
     try:
         points = svc.store.count()
@@ -34,4 +42,4 @@ def health(svc: Svc, response: Response) -> Health:
         response.status_code = 503
         reason = f"the index failed its latest write: {failed}"
         return Health(status="error", documents=documents, points=points, reason=reason)
-    return Health(status="ok", documents=documents, points=points)
+    return Health(status="ok", documents=documents, points=points, answer_sentences=sentences)

@@ -1,0 +1,130 @@
+"""The answer sentences of indexed chunks embedded while folio is idle, so that a new question
+reads their vectors instead of embedding them (FOLIO_ANSWER_SENTENCES=idle, the default).
+
+Ingest stays as fast as without it (nothing runs while a document is read), and a query waits
+for one small batch at most: the filler embeds `batch` texts at a time, each only after
+`quiet_s` without a query and with no ingest running. What it keeps is the same cache the query
+path fills (`RememberingEmbedder`), so nothing is lost when it is stopped: the next start goes on
+from what is there. Progress is logged per document.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from pydantic import BaseModel, Field
+
+from retrieval.answer import answer_texts
+from retrieval.embedder import Embedder
+from retrieval.sentence_cache import RememberingEmbedder, VectorCache
+from retrieval.store import VectorStore
+
+__all__ = ["FillProgress", "SentenceFill"]
+
+log = logging.getLogger(__name__)
+
+
+class FillProgress(BaseModel):
+    """What the filler has done since `folio serve` started (in `GET /health`)."""
+
+    settled: bool = Field(
+        default=False, description="every indexed document's answer sentences are embedded"
+    )
+    documents_checked: int = Field(default=0, description="documents whose sentences are all in")
+    texts_embedded: int = Field(default=0, description="sentences and table cells embedded")
+
+
+class SentenceFill:
+    """One daemon thread embedding, between queries and ingests, the answer texts not cached."""
+
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: RememberingEmbedder,
+        cache: VectorCache,
+        *,
+        busy: Callable[[], bool],
+        quiet_s: float = 2.0,
+        batch: int = 8,
+        poll_s: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.model: Embedder = embedder.inner  # not `embedder`: its use marks query time
+        self.queries = embedder
+        self.cache = cache
+        self.busy = busy
+        self.quiet_s = quiet_s
+        self.batch = batch
+        self.poll_s = poll_s
+        self.progress = FillProgress()
+        self._done: dict[str, int] = {}  # doc_id -> chunk count when its texts were all cached
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="folio-sentences", daemon=True)
+        self._thread.start()
+
+    def wake(self, doc_id: str | None = None) -> None:
+        """A document was (re)indexed or removed: look again (at `doc_id` even if seen)."""
+        if doc_id is not None:
+            self._done.pop(doc_id, None)
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._pass()
+            except Exception:  # a closed store at shutdown, a failed batch: tried again later
+                log.exception("embedding answer sentences failed; again in %.0f s", self.poll_s)
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+
+    def _pass(self) -> None:
+        """Every document not yet seen whole, in id order; `settled` when none lacks a text."""
+        counts = self.store.doc_ids()
+        todo = [d for d in sorted(counts) if self._done.get(d) != counts[d]]
+        self.progress.settled = False
+        for doc_id in todo:
+            if not self._idle():
+                return
+            embedded = self._fill(doc_id)
+            if embedded is None:
+                return
+            self._done[doc_id] = counts[doc_id]
+            self.progress.documents_checked += 1
+            if embedded:
+                log.info("answer sentences of %s embedded: %d new", doc_id, embedded)
+        self.progress.settled = not self._wake.is_set()
+
+    def _fill(self, doc_id: str) -> int | None:
+        """The missing answer texts of one document embedded; None when stopped first."""
+        texts = list(dict.fromkeys(t for c in self.store.chunks(doc_id) for t in answer_texts(c)))
+        found = self.cache.get(self.model.name, texts, self.model.dim)
+        missing = [t for i, t in enumerate(texts) if i not in found]
+        for start in range(0, len(missing), self.batch):
+            if not self._idle():
+                return None
+            part = missing[start : start + self.batch]
+            self.cache.put(self.model.name, part, self.model.embed_documents(part))
+            self.progress.texts_embedded += len(part)
+        return len(missing)
+
+    def _idle(self) -> bool:
+        """Wait until no query has run for `quiet_s` and no ingest runs; False when stopping."""
+        while not self._stop.is_set():
+            quiet = time.monotonic() - self.queries.last_used
+            if quiet >= self.quiet_s and not self.busy():
+                return True
+            self._stop.wait(max(0.05, self.quiet_s - quiet) if quiet < self.quiet_s else 0.5)
+        return False
