@@ -5,7 +5,8 @@ A query embeds its question for the search and again for the answer, and the ext
 embeds up to a dozen candidate sentences; on 2 CPU cores each forward pass costs tens of
 milliseconds. The same sentences come back for other questions on the same pages, and the
 vectors are the model's own, so answers are the same as without it (docs/benchmarks.md).
-Ingest fills the cache ahead (`remember_answer_texts`: every candidate of every chunk), so a
+`folio serve` fills the cache ahead while idle (`retrieval.sentence_fill`), or ingest does
+(`remember_answer_texts`, FOLIO_ANSWER_SENTENCES=ingest): every candidate of every chunk, so a
 new question pays for its own embedding only.
 """
 
