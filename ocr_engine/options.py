@@ -62,7 +62,7 @@ class CpuOcrOptions(BaseModel):
 
 # Bump whenever a change to folio's own code alters what an engine gives for the same page (layout,
 # tables, furniture, line boxes): it is part of every page cache key, so older pages are read again.
-EXTRACTION_VERSION = "3"
+EXTRACTION_VERSION = "4"  # 4: a paragraph beside a chart is no longer read into its label cells
 
 
 class ExtractOptions(BaseModel):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ocr_engine.geometry import Box, centre_inside, union
 from ocr_engine.schema import TableCell
@@ -288,8 +289,49 @@ def _tables_in(rows: list[_Row]) -> list[FoundTable]:
             continue
         start = rows.index(run[0])
         n_head = min(_headers(rows, start, cols), start - taken)
-        table = _build(rows[start - n_head : start] + run, n_head, cols)
+        kept, n_head = _without_text_beside(rows[start - n_head : start] + run, n_head, cols)
+        table = _build(kept, n_head, cols)
         if table is not None:
             found.append(table)
             taken = start + len(run)
     return found
+
+
+def _without_text_beside(
+    rows: list[_Row], n_head: int, cols: list[tuple[float, float]]
+) -> tuple[list[_Row], int]:
+    """The rows without a column of running text that stands left of the labels, apart from
+    them (a paragraph beside a chart whose labels and figures line up, as in Pew's reports):
+    its lines, read into the label cells otherwise, stay text. It is running text, not a table's
+    first text column, when three of its lines hold four words or more, two rows hold nothing
+    else, and half of its lines (three at least) begin in lower case, going on a sentence; with
+    the number of header rows left."""
+    labels = [
+        (i, s) for i, row in enumerate(rows) for s in row.segments if _place(s, cols) == (0, 1)
+    ]
+    bands: list[tuple[float, float]] = []
+    for x0, x1 in sorted((s.box[0], s.box[2]) for _, s in labels):
+        if bands and x0 <= bands[-1][1]:
+            bands[-1] = (bands[-1][0], max(bands[-1][1], x1))
+        else:
+            bands.append((x0, x1))
+    if len(bands) < 2:
+        return rows, n_head
+    left_end, right_start = max(pairwise(bands), key=lambda p: p[1][0] - p[0][1])
+    cut = (left_end[1] + right_start[0]) / 2
+    beside = [(i, s) for i, s in labels if s.box[2] <= cut]
+    alone = {i for i, _ in beside if all(s.box[2] <= cut for s in rows[i].segments)}
+    wrapped = sum(s.text[:1].islower() for _, s in beside)  # a line that goes on a sentence
+    if sum(len(s.text.split()) >= 4 for _, s in beside) < 3 or len(alone) < 2:
+        return rows, n_head
+    if wrapped < 3 or wrapped < 0.5 * len(beside):  # labels: a second text column of a table
+        return rows, n_head
+    dropped = {id(s) for _, s in beside}
+    kept: list[_Row] = []
+    heads = 0
+    for i, row in enumerate(rows):
+        segments = [s for s in row.segments if id(s) not in dropped]
+        if segments:
+            kept.append(_Row(union(s.box for s in segments), segments, row.tabular))
+            heads += i < n_head
+    return kept, heads

@@ -267,6 +267,39 @@ def test_unruled_table_of_figures_detected(shaded: bool) -> None:
     assert [b.type for b in result.blocks] == [BlockType.text, BlockType.table, BlockType.text]
 
 
+def test_paragraph_beside_a_chart_stays_text_not_label_cells() -> None:
+    """A survey report's layout: a narrow column of prose at the left, and beside it, apart, a
+    chart whose labels and figures line up; the prose lines used to be read into the labels."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    prose = [
+        "There also are differences in",
+        "views on this question by race",
+        "and ethnicity, as well as by",
+        "level of educational attainment.",
+        "Black and Hispanic people are",
+        "more likely than white people",
+        "to say the U.S. can learn a lot.",
+        "Partisans differ as well.",
+    ]
+    for i, text in enumerate(prose):
+        page.insert_text((67, 150 + 14 * i), text, fontsize=10)
+    chart = [("Total", "46", "38"), ("White", "41", "42"), ("Black", "56", "31")]
+    chart += [("Hispanic", "53", "33"), ("Rep/Lean Rep", "28", "47"), ("Dem/Lean Dem", "60", "31")]
+    for r, (label, a, b) in enumerate(chart):
+        y = 150 + 21 * r  # the chart's rows are further apart than the prose lines
+        page.insert_text((236, y), label, fontsize=9)
+        page.insert_text((360, y), a, fontsize=9)
+        page.insert_text((460, y), b, fontsize=9)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert [c.text for c in table.cells if c.col == 0] == [label for label, _, _ in chart]
+    assert table.bbox[0] >= 230  # the table starts at the chart, not at the prose
+    text = " ".join(_texts(result, BlockType.text)).split()
+    assert " ".join(text).startswith("There also are differences in views on this question")
+    assert "Hispanic people are more likely" in " ".join(text)
+
+
 def test_cover_blurbs_and_margin_labels_are_not_headings() -> None:
     doc = pymupdf.open()
     page = doc.new_page()
