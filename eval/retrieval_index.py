@@ -45,6 +45,7 @@ class FolioIndex:
 
 def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str, figure_ocr: bool) -> str:
     sources = [_REPO / s for s in _SHAPING_SOURCES if (_REPO / s).exists()]
+    from ocr_engine.options import EXTRACTION_VERSION
     from retrieval.schema import Chunk
 
     # the chunk model's schema, not its whole module: answers and API models live there too
@@ -54,6 +55,7 @@ def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str, figure_ocr: b
         "max_tokens": max_tokens,
         "model": model,
         "chunk": Chunk.model_json_schema(),
+        "extraction": EXTRACTION_VERSION,  # what the engines give for a page (tables, layout)
     }
     return f"{corpus}-{fingerprint(settings, sources)}"
 
