@@ -98,18 +98,21 @@ class SentenceFill:
         for doc_id in todo:
             if not self._idle():
                 return
-            embedded = self._fill(doc_id)
-            if embedded is None:
+            filled = self._fill(doc_id)
+            if filled is None:
                 return
             self._done[doc_id] = counts[doc_id]
             self.progress.documents_checked += 1
+            source, embedded = filled
             if embedded:
-                log.info("answer sentences of %s embedded: %d new", doc_id, embedded)
+                log.info("%s: %d answer sentences embedded for /query", source, embedded)
         self.progress.settled = not self._wake.is_set()
 
-    def _fill(self, doc_id: str) -> int | None:
-        """The missing answer texts of one document embedded; None when stopped first."""
-        texts = list(dict.fromkeys(t for c in self.store.chunks(doc_id) for t in answer_texts(c)))
+    def _fill(self, doc_id: str) -> tuple[str, int] | None:
+        """The missing answer texts of one document embedded: its file name and how many; None
+        when stopped first."""
+        chunks = self.store.chunks(doc_id)
+        texts = list(dict.fromkeys(t for c in chunks for t in answer_texts(c)))
         found = self.cache.get(self.model.name, texts, self.model.dim)
         missing = [t for i, t in enumerate(texts) if i not in found]
         for start in range(0, len(missing), self.batch):
@@ -118,7 +121,7 @@ class SentenceFill:
             part = missing[start : start + self.batch]
             self.cache.put(self.model.name, part, self.model.embed_documents(part))
             self.progress.texts_embedded += len(part)
-        return len(missing)
+        return (chunks[0].source if chunks else doc_id), len(missing)
 
     def _idle(self) -> bool:
         """Wait until no query has run for `quiet_s` and no ingest runs; False when stopping."""
