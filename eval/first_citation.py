@@ -7,7 +7,8 @@ Settings, each over every question in one run: `off` (the default), `local` (the
 cross-encoder re-orders the first `--candidates` fused chunks, and the answer cites its first page
 first unless another is much better supported: `RANK_PRIOR`), `local, no rank prior` (the
 re-ranked hits, the answer drawn as without a re-ranker), two cheaper sentence scorers, and
-`off, titles boxed alone` (a cited chart title or caption boxed without the figure or table it
+`off, rank prior` (no re-ranker, the answer's sentences weighed by their hit's rank as after
+one), `off, titles boxed alone` (a cited chart title or caption boxed without the figure or table it
 names: `retrieval.page_layout`). Besides the box table: page R@1 (a gold page is the first hit),
 where the first citation comes from, and the query time's p50 (the question's vector is cached
 across settings, so `off` is cheaper here than in a cold `/query`).
@@ -35,11 +36,13 @@ from eval.evidence_boxes import (
 from eval.retrieval_data import load_corpus
 from eval.retrieval_index import open_folio
 from eval.retrieval_metrics import image_only_docs
+from retrieval.answer import RANK_PRIOR
 
 SETTINGS = (
     "off",
     "local",
     "local, no rank prior",
+    "off, rank prior",
     "off, terms alone",
     "off, 4 sentences",
     "off, titles boxed alone",
@@ -60,7 +63,7 @@ class _TitlesAlone:
         return None
 
 
-def _ask(retriever: Any, case: BoxCase, prior: bool) -> tuple[Cited, float, str]:
+def _ask(retriever: Any, case: BoxCase, prior: float | None = None) -> tuple[Cited, float, str]:
     """The case asked as `POST /query` asks it: where it cites, seconds, the cited hit's rank."""
     from retrieval.answer import extractive_answer
     from retrieval.schema import QueryRequest
@@ -70,8 +73,8 @@ def _ask(retriever: Any, case: BoxCase, prior: bool) -> tuple[Cited, float, str]
     req = QueryRequest(question=case.question)
     ranked = retriever.ranked(req.question, req.top_k)
     options = retriever.answer_options(req, ranked)
-    if not prior:
-        options = replace(options, rank_prior=0.0)
+    if prior is not None:  # else as the retriever sets it (RANK_PRIOR after a re-rank)
+        options = replace(options, rank_prior=prior)
     answer = extractive_answer(
         req.question, ranked.hits, embedder=retriever.embedder, options=options
     )
@@ -140,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         retriever.layout = _TitlesAlone(layout) if setting == "off, titles boxed alone" else layout
         cited, times, ranks = [], [], Counter[str]()
         for case in cases:
-            one, seconds, rank = _ask(retriever, case, prior=setting != "local, no rank prior")
+            prior = {"local, no rank prior": 0.0, "off, rank prior": RANK_PRIOR}.get(setting)
+            one, seconds, rank = _ask(retriever, case, prior)
             cited.append(one)
             if args.show:
                 _show(setting, case, one)
