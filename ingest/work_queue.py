@@ -67,7 +67,9 @@ class UnitTimeoutError(EngineUnavailableError):
 
 
 class WindowUnit(BaseModel):
-    """One unit of work: pages first..last of a stored PDF, read with the coordinator's options."""
+    """One unit of work: pages first..last of a stored PDF, read with the coordinator's options
+    (but its OCR endpoint's API key: a worker sends its own FOLIO_OCR_API_KEY, so that no key
+    is kept in the broker)."""
 
     file: str
     name: str
@@ -174,6 +176,7 @@ class QueueExtractor(Extractor):
         self.actor = _declare(broker, _no_worker_side)
         self._waiters = ThreadPoolExecutor(waiting, thread_name_prefix="folio-unit")
         self.sent = 0
+        self._sent_options = _without_key(options)
 
     def window(
         self, path: Path, name: str, password: str | None, doc_id: str, first: int, last: int
@@ -185,7 +188,7 @@ class QueueExtractor(Extractor):
             doc_id=doc_id,
             first=first,
             last=last,
-            options=self.options,
+            options=self._sent_options,
             limits=self.limits,
         )
         return self._waiters.submit(self._run, unit)
@@ -230,11 +233,20 @@ class QueueExtractor(Extractor):
         self.broker.close()
 
 
-class _Readers:
-    """One WindowReader per worker thread and way of reading; PDFs from `documents`."""
+def _without_key(options: ExtractOptions) -> ExtractOptions:
+    """The options as sent to the workers: the OCR endpoint without its API key."""
+    if options.vllm is None or options.vllm.api_key is None:
+        return options
+    return options.model_copy(update={"vllm": options.vllm.model_copy(update={"api_key": None})})
 
-    def __init__(self, documents: Path) -> None:
+
+class _Readers:
+    """One WindowReader per worker thread and way of reading; PDFs from `documents`; requests to
+    an OCR endpoint carry `ocr_api_key` (the worker's own)."""
+
+    def __init__(self, documents: Path, ocr_api_key: str | None = None) -> None:
         self.documents = documents
+        self.ocr_api_key = ocr_api_key
         self._local = threading.local()
 
     def read(self, unit_json: str) -> str:
@@ -265,20 +277,30 @@ class _Readers:
         self._local.readers = readers
         key = unit.options.model_dump_json() + unit.limits.model_dump_json()
         if key not in readers:
-            readers[key] = WindowReader(unit.options, None, unit.limits)
+            options, vllm = unit.options, unit.options.vllm
+            if vllm is not None and self.ocr_api_key is not None:
+                keyed = vllm.model_copy(update={"api_key": self.ocr_api_key})
+                options = options.model_copy(update={"vllm": keyed})
+            readers[key] = WindowReader(options, None, unit.limits)
         return readers[key]
 
 
 def run_worker(
-    url: str, data_dir: Path, stop: threading.Event, *, heartbeat_s: float = 60.0
+    url: str,
+    data_dir: Path,
+    stop: threading.Event,
+    *,
+    heartbeat_s: float = 60.0,
+    ocr_api_key: str | None = None,
 ) -> None:
-    """Read units until `stop` is set; the documents come from `data_dir/documents` (read only)."""
+    """Read units until `stop` is set; the documents come from `data_dir/documents` (read only);
+    OCR requests carry `ocr_api_key`."""
     import pymupdf
 
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)
     broker, _ = connect(url, heartbeat_s=heartbeat_s)
-    readers = _Readers(data_dir / "documents")
+    readers = _Readers(data_dir / "documents", ocr_api_key)
     _declare(broker, readers.read)
     worker = dramatiq.Worker(broker, queues={QUEUE}, worker_threads=1, worker_timeout=500)
     worker.start()

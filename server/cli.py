@@ -305,7 +305,8 @@ def serve(
 @app.command()
 def worker(data_dir: DataDir = None) -> None:
     """Read page windows for a coordinator (`folio serve`/`ingest` with FOLIO_BROKER_URL set) from
-    the broker at FOLIO_BROKER_URL; it reads DATA_DIR/documents and writes nothing there."""
+    the broker at FOLIO_BROKER_URL; it reads DATA_DIR/documents and writes nothing there. The OCR
+    endpoint comes with each window, its API key from this worker's FOLIO_OCR_API_KEY."""
     import signal
     import threading
 
@@ -320,8 +321,13 @@ def worker(data_dir: DataDir = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
+        key = settings.ocr_api_key
         run_worker(
-            settings.broker_url, settings.data_dir, stop, heartbeat_s=settings.broker_heartbeat_s
+            settings.broker_url,
+            settings.data_dir,
+            stop,
+            heartbeat_s=settings.broker_heartbeat_s,
+            ocr_api_key=key.get_secret_value() if key is not None else None,
         )
     except BrokerUnavailableError as exc:
         typer.echo(f"error: {exc}", err=True)

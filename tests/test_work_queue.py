@@ -101,13 +101,17 @@ def _pages(services: Services) -> dict[str, list[tuple[int, str, str | None, str
     return out
 
 
-def _worker(data_dir: Path, url: str, log: Path) -> subprocess.Popen[bytes]:
+def _worker(
+    data_dir: Path, url: str, log: Path, *, ocr_api_key: str | None = None
+) -> subprocess.Popen[bytes]:
     env = {  # no OCR or embeddings settings: the OCR endpoint comes with each unit
         **{k: v for k, v in os.environ.items() if not k.startswith("FOLIO_")},
         "FOLIO_BROKER_URL": url,
         "FOLIO_BROKER_HEARTBEAT_S": str(HEARTBEAT_S),
         "HF_HUB_OFFLINE": "1",
     }
+    if ocr_api_key is not None:  # the key of the OCR endpoint: the worker's own, not the unit's
+        env["FOLIO_OCR_API_KEY"] = ocr_api_key
     with log.open("wb") as out:
         return subprocess.Popen(
             [FOLIO, "worker", "--data-dir", str(data_dir)], cwd=REPO_ROOT, env=env, stderr=out
@@ -267,6 +271,63 @@ def test_two_workers_one_killed_give_exactly_the_points_of_an_embedded_run(
     # the workers read the scans through the simulator (the coordinator reads no page)
     assert stats.completed >= len(scan_pages) and set(stats.status_counts) == {200}
     assert len(embed.batches) > embedded_batches
+
+
+def test_the_ocr_key_stays_out_of_the_broker_each_worker_sends_its_own(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """The coordinator's FOLIO_OCR_API_KEY is not sent with the units: a worker without the key
+    is refused by the endpoint, one with it reads the scans."""
+    key = "sk-ocr-test-key"
+    folder = tmp_path / "in"
+    folder.mkdir()
+    sim = OcrSimulator(api_key=key)
+    with sim:
+        _scans(folder, sim)
+        data = tmp_path / "queued"
+        settings = _settings(
+            data,
+            ocr=OcrMode.auto,
+            ocr_url=[sim.url],
+            ocr_api_key=key,
+            figure_ocr=False,
+            broker_url=redis_url,
+            broker_heartbeat_s=HEARTBEAT_S,
+        )
+        coordinator = build_services(settings)
+        try:
+            scans = sorted(folder.glob("*.pdf"))
+            keyless = _worker(data, redis_url, tmp_path / "keyless.log")
+            try:
+                [refused] = coordinator.sync.ingest_paths([scans[0]])
+            finally:
+                keyless.kill()
+                keyless.wait(10)
+            # the endpoint refused every page (the unit held no key): the CPU engine read them
+            assert set(sim.stats.status_counts) == {401}
+            assert _ocr_pages(coordinator, refused.doc_id) == {("rapidocr", "fallback", True)}
+            sim.reset_stats()
+            keyed = _worker(data, redis_url, tmp_path / "keyed.log", ocr_api_key=key)
+            try:
+                [read] = coordinator.sync.ingest_paths([scans[1]])
+            finally:
+                keyed.kill()
+                keyed.wait(10)
+            assert set(sim.stats.status_counts) == {200}
+            assert _ocr_pages(coordinator, read.doc_id) == {("vllm", "ok", False)}
+        finally:
+            coordinator.close()
+
+
+def _ocr_pages(services: Services, doc_id: str | None) -> set[tuple[str, str, bool]]:
+    """(engine, status, whether an error names HTTP 401) of the document's pages read by OCR."""
+    assert doc_id is not None
+    document = services.files.load_document(doc_id)
+    return {
+        (page.engine.name, page.status.value, any("401" in str(e) for e in page.errors))
+        for page in document.pages
+        if page.engine.name != "pymupdf"
+    }
 
 
 def test_a_broker_that_is_not_there_is_named_at_start(tmp_path: Path) -> None:
