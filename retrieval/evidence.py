@@ -22,6 +22,8 @@ from retrieval.text_terms import sentence_spans, stems
 
 __all__ = ["Evidence", "locate", "supporting_lines"]
 
+_WIDER = 0.25  # a line wider than its run by this share of the run's width starts a box
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -54,8 +56,9 @@ class Evidence:
 
 def _columns(boxes: Sequence[tuple[BBox, bool]]) -> list[BBox]:
     """Boxes of runs of whole lines that follow each other in one column: a jump up or sideways,
-    or a gap of more than a line, starts a new box (so the lines skipped in between stay
-    unmarked); a partly covered line keeps a box of its own."""
+    a gap of more than a line, or a line much wider than the run (one that runs on under the
+    next column) starts a new box, so that no box covers what the lines do not; a partly
+    covered line keeps a box of its own."""
     merged: list[BBox] = []
     open_run = False
     for box, partial in boxes:
@@ -64,7 +67,8 @@ def _columns(boxes: Sequence[tuple[BBox, bool]]) -> list[BBox]:
         if merged and open_run and not partial:
             bx0, _, bx1, by1 = merged[-1]
             below = by1 - height <= y0 <= by1 + 1.5 * height
-            if x0 < bx1 and x1 > bx0 and below:
+            wider = max(0.0, bx0 - x0) + max(0.0, x1 - bx1)
+            if x0 < bx1 and x1 > bx0 and below and wider <= _WIDER * (bx1 - bx0):
                 merged[-1] = union([merged[-1], box])
                 continue
         merged.append(box)

@@ -75,6 +75,21 @@ def test_distant_lines_of_one_column_are_boxed_apart() -> None:
     )
 
 
+def test_a_line_running_on_under_the_next_column_is_boxed_apart() -> None:
+    """Two lines of a narrow column, then the paragraph's next line, which runs on under the
+    column beside it: two boxes, not one over both columns."""
+    chunk = _chunk(ROWS[:4], [1] * 4, [100.0, 112.0, 124.0, 136.0])
+    narrow, wide = (67.0, 215.0), (67.0, 516.0)
+    for line, (x0, x1) in zip(chunk.lines, [narrow, narrow, wide, (67.0, 110.0)], strict=True):
+        line.bbox = (x0, line.bbox[1], x1, line.bbox[3])
+    where = locate(chunk, chunk.lines)
+    assert where.highlight == [
+        (67.0, 100.0, 215.0, 122.0),
+        (67.0, 124.0, 516.0, 146.0),  # the short last line joins the wide one above it
+    ]
+    assert where.bbox == (67.0, 100.0, 516.0, 146.0)  # the region is still all of them
+
+
 def _prose(rows: list[str]) -> Chunk:
     """A text chunk of `rows`, one line each, 5 pt per character from x 72, 12 pt apart."""
     chunk = _chunk(rows, [1] * len(rows), [100.0 + 12 * i for i in range(len(rows))])
