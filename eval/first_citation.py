@@ -113,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", type=int, default=20, help="chunks the re-ranker orders")
     parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
     parser.add_argument("--show", action="store_true", help="list the first citations that miss")
+    parser.add_argument(
+        "--with-image-only",
+        action="store_true",
+        help="the image-only documents' questions too (for an index built with --ocr auto)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     from retrieval.rerank import OnnxReranker
@@ -123,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [
         c
         for c in load_box_cases(args.data, corpus.pdfs)
-        if c.doc not in image_only and c.question not in unanswerable
+        if (args.with_image_only or c.doc not in image_only) and c.question not in unanswerable
     ]
     folio = open_folio("mmlongbench", corpus.pdfs, args.work, existing=args.folio_index)
     services = folio.services
@@ -163,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             f"p90 {1e3 * statistics.quantiles(times, n=10)[-1]:.0f} ms"
         )
     print(
-        f"{len(cases)} text-layer MMLongBench-Doc dev questions with MMDocIR boxes, index "
+        f"{len(cases)} {'' if args.with_image_only else 'text-layer '}MMLongBench-Doc dev "
+        "questions with MMDocIR boxes, index "
         f"{args.folio_index}, re-ranker over {args.candidates} chunks\n"
     )
     print(box_report(rows))
