@@ -93,8 +93,11 @@ class SentenceFill:
     def _pass(self) -> None:
         """Every document not yet seen whole, in id order; `settled` when none lacks a text."""
         counts = self.store.doc_ids()
+        for gone in set(self._done) - set(counts):
+            self._done.pop(gone, None)
         todo = [d for d in sorted(counts) if self._done.get(d) != counts[d]]
-        self.progress.settled = False
+        if todo:
+            self.progress.settled = False
         for doc_id in todo:
             if not self._idle():
                 return
