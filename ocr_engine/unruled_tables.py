@@ -153,16 +153,18 @@ def _runs(rows: list[_Row]) -> list[list[_Row]]:
 
 def _columns(run: list[_Row]) -> list[tuple[float, float]]:
     """x-intervals of the figure columns: overlapping numeric segments merged."""
-    spans = sorted(
-        (s.box[0], s.box[2]) for r in run if r.tabular for s in r.segments[1:] if s.numeric
-    )
-    cols: list[tuple[float, float]] = []
-    for x0, x1 in spans:
-        if cols and x0 <= cols[-1][1]:
-            cols[-1] = (cols[-1][0], max(cols[-1][1], x1))
+    return _bands(s.box for r in run if r.tabular for s in r.segments[1:] if s.numeric)
+
+
+def _bands(boxes: Iterable[Box]) -> list[tuple[float, float]]:
+    """The x-intervals the boxes cover, overlapping ones merged, left to right."""
+    bands: list[tuple[float, float]] = []
+    for x0, x1 in sorted((box[0], box[2]) for box in boxes):
+        if bands and x0 <= bands[-1][1]:
+            bands[-1] = (bands[-1][0], max(bands[-1][1], x1))
         else:
-            cols.append((x0, x1))
-    return cols
+            bands.append((x0, x1))
+    return bands
 
 
 def _headers(rows: list[_Row], start: int, cols: list[tuple[float, float]]) -> int:
@@ -309,12 +311,7 @@ def _without_text_beside(
     labels = [
         (i, s) for i, row in enumerate(rows) for s in row.segments if _place(s, cols) == (0, 1)
     ]
-    bands: list[tuple[float, float]] = []
-    for x0, x1 in sorted((s.box[0], s.box[2]) for _, s in labels):
-        if bands and x0 <= bands[-1][1]:
-            bands[-1] = (bands[-1][0], max(bands[-1][1], x1))
-        else:
-            bands.append((x0, x1))
+    bands = _bands(s.box for _, s in labels)
     if len(bands) < 2:
         return rows, n_head
     left_end, right_start = max(pairwise(bands), key=lambda p: p[1][0] - p[0][1])

@@ -24,7 +24,13 @@ from retrieval.answer import answer_texts
 from retrieval.embedder import Embedder
 from retrieval.schema import Chunk
 
-__all__ = ["RememberingEmbedder", "VectorCache", "answer_texts", "remember_answer_texts"]
+__all__ = [
+    "RememberingEmbedder",
+    "VectorCache",
+    "answer_texts",
+    "missing_answer_texts",
+    "remember_answer_texts",
+]
 
 
 class VectorCache(Protocol):
@@ -96,14 +102,19 @@ class RememberingEmbedder:
         return vectors
 
 
+def missing_answer_texts(
+    chunks: Sequence[Chunk], model: str, dim: int, cache: VectorCache
+) -> list[str]:
+    """The answer texts of `chunks` that `cache` holds no vector of (by `model`), once each."""
+    texts = list(dict.fromkeys(t for chunk in chunks for t in answer_texts(chunk)))
+    found = cache.get(model, texts, dim) if texts else {}
+    return [t for i, t in enumerate(texts) if i not in found]
+
+
 def remember_answer_texts(chunks: Sequence[Chunk], embedder: Embedder, cache: VectorCache) -> int:
     """The answer texts of `chunks` embedded into `cache` where it lacks them (at ingest, so that
     a query reads them); how many were embedded."""
-    texts = list(dict.fromkeys(t for chunk in chunks for t in answer_texts(chunk)))
-    if not texts:
-        return 0
-    found = cache.get(embedder.name, texts, embedder.dim)
-    missing = [t for i, t in enumerate(texts) if i not in found]
+    missing = missing_answer_texts(chunks, embedder.name, embedder.dim, cache)
     if missing:
         cache.put(embedder.name, missing, embedder.embed_documents(missing))
     return len(missing)

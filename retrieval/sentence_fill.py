@@ -17,9 +17,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
-from retrieval.answer import answer_texts
 from retrieval.embedder import Embedder
-from retrieval.sentence_cache import RememberingEmbedder, VectorCache
+from retrieval.sentence_cache import RememberingEmbedder, VectorCache, missing_answer_texts
 from retrieval.store import VectorStore
 
 __all__ = ["FillProgress", "SentenceFill"]
@@ -115,9 +114,7 @@ class SentenceFill:
         """The missing answer texts of one document embedded: its file name and how many; None
         when stopped first."""
         chunks = self.store.chunks(doc_id)
-        texts = list(dict.fromkeys(t for c in chunks for t in answer_texts(c)))
-        found = self.cache.get(self.model.name, texts, self.model.dim)
-        missing = [t for i, t in enumerate(texts) if i not in found]
+        missing = missing_answer_texts(chunks, self.model.name, self.model.dim, self.cache)
         for start in range(0, len(missing), self.batch):
             if not self._idle():
                 return None

@@ -44,14 +44,12 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         worker = IngestWorker(services.sync)
         app.state.worker = worker
         worker.start()
-        fill = sentence_fill(services)
-        unfill = None
+        fill = app.state.sentence_fill = sentence_fill(services)
+        unfill = services.events.subscribe(
+            lambda e: fill.wake(e.doc_id) if fill is not None and e.kind in _INDEX_CHANGES else None
+        )
         if fill is not None:
-            unfill = services.events.subscribe(
-                lambda e: fill.wake(e.doc_id) if e.kind in _INDEX_CHANGES else None
-            )
             fill.start()
-        app.state.sentence_fill = fill
         watcher = None
         if watch and settings.watch_dir is not None:
             watcher = FolderWatcher(
@@ -68,9 +66,8 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         finally:
             if watcher is not None:
                 watcher.stop()
+            unfill()
             if fill is not None:
-                assert unfill is not None
-                unfill()
                 fill.stop()
             worker.stop()
             unwatch()

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,16 @@ def _worker(
         return subprocess.Popen(
             [FOLIO, "worker", "--data-dir", str(data_dir)], cwd=REPO_ROOT, env=env, stderr=out
         )
+
+
+@contextmanager
+def _running(worker: subprocess.Popen[bytes]) -> Iterator[None]:
+    """The worker killed on exit."""
+    try:
+        yield
+    finally:
+        worker.kill()
+        worker.wait(10)
 
 
 def _units(log: Path, state: str) -> dict[str, str]:
@@ -297,22 +308,14 @@ def test_the_ocr_key_stays_out_of_the_broker_each_worker_sends_its_own(
         coordinator = build_services(settings)
         try:
             scans = sorted(folder.glob("*.pdf"))
-            keyless = _worker(data, redis_url, tmp_path / "keyless.log")
-            try:
+            with _running(_worker(data, redis_url, tmp_path / "keyless.log")):
                 [refused] = coordinator.sync.ingest_paths([scans[0]])
-            finally:
-                keyless.kill()
-                keyless.wait(10)
             # the endpoint refused every page (the unit held no key): the CPU engine read them
             assert set(sim.stats.status_counts) == {401}
             assert _ocr_pages(coordinator, refused.doc_id) == {("rapidocr", "fallback", True)}
             sim.reset_stats()
-            keyed = _worker(data, redis_url, tmp_path / "keyed.log", ocr_api_key=key)
-            try:
+            with _running(_worker(data, redis_url, tmp_path / "keyed.log", ocr_api_key=key)):
                 [read] = coordinator.sync.ingest_paths([scans[1]])
-            finally:
-                keyed.kill()
-                keyed.wait(10)
             assert set(sim.stats.status_counts) == {200}
             assert _ocr_pages(coordinator, read.doc_id) == {("vllm", "ok", False)}
         finally:
