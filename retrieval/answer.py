@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ocr_engine.geometry import union
 from retrieval.cells import TableCellText, is_table_row, periods, table_cells
 from retrieval.evidence import Evidence, locate
+from retrieval.line_items import with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
 from retrieval.schema import Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
@@ -233,7 +234,7 @@ def _dense(
     if not order:
         return [0.0] * len(sentences), 0.0
     texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]
-    similarity = embedder.embed_documents(texts) @ embedder.embed_query(question)
+    similarity = embedder.embed_documents(texts) @ embedder.embed_query(with_line_items(question))
     scores = [0.0] * len(sentences)
     for i, value in zip(order, similarity, strict=True):
         scores[i] = max(float(value), 1e-6)

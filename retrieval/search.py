@@ -21,6 +21,7 @@ from retrieval.answer import (
 from retrieval.doc_card import CARD_KIND
 from retrieval.doc_names import NamedDocuments
 from retrieval.embedder import Embedder
+from retrieval.line_items import with_line_items
 from retrieval.page_layout import Layout
 from retrieval.rerank import Reranker, RerankError, sigmoid
 from retrieval.schema import (
@@ -212,8 +213,9 @@ class Retriever:
 
     def ranked(self, question: str, top_k: int, flt: SearchFilter | None = None) -> Ranked:
         """The `top_k` best chunks for the question, best first, and the re-ranker's failure."""
-        vector = self.embedder.embed_query(question)
-        text = question if self.lexical else None
+        expanded = with_line_items(question)
+        vector = self.embedder.embed_query(expanded)
+        text = expanded if self.lexical else None
         fetch = top_k if not self.page_hits else min(_MAX_FETCH, top_k * self.overfetch)
         if self.names is not None:
             fetch = max(fetch, _AGREEMENT_WINDOW)
@@ -223,6 +225,7 @@ class Retriever:
         named = self._named(question, flt)
         if named is not None and self._agrees(named[0], found):
             narrowed, rest = named
+            rest = with_line_items(rest)
             first = self.store.search(vector, fetch, narrowed, text=rest if text else None)
             found = first + found
         found = [hit for hit in found if hit.chunk.kind != CARD_KIND]  # routing, never a hit

@@ -1,0 +1,78 @@
+"""The statement line items a financial measure is computed from, for the lexical search.
+
+"What is the cash ratio in FY2021 for Nike?" names no word of the page that answers it: the
+balance sheet's "Cash and equivalents", "Short-term investments" and "Total current liabilities".
+A question naming a standard measure (current ratio, EBITDA, inventory turnover, free cash flow,
+...) or a financial statement has the line items of its textbook definition added to its lexical
+query, so that the statement's page can outscore the notes that merely repeat the measure's
+name. The glossary is general accounting, not fitted to any document; docs/benchmarks.md measures
+what it does.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["line_items", "with_line_items"]
+
+_CURRENT = "total current assets total current liabilities"
+_CASH = "cash and cash equivalents short-term investments"
+_SALES = "revenues net sales"
+_COST = "cost of sales cost of goods sold"
+_EQUITY = "total shareholders equity"
+
+_MEASURES: dict[str, str] = {
+    r"current ratio": _CURRENT,
+    r"quick ratio|acid[- ]test": f"{_CASH} accounts receivable total current liabilities",
+    r"cash ratio": f"{_CASH} total current liabilities",
+    r"working capital": _CURRENT,
+    r"inventory turnover|days? (?:of )?inventory|\bDIO\b": f"{_COST} inventories",
+    r"receivables? turnover|days? sales outstanding|\bDSO\b": f"{_SALES} accounts receivable",
+    r"payables? turnover|days? payables? outstanding|\bDPO\b": f"{_COST} accounts payable",
+    r"cash conversion cycle|\bCCC\b": (
+        f"{_COST} {_SALES} inventories accounts receivable accounts payable"
+    ),
+    r"gross (?:profit )?margin": f"gross profit {_SALES} {_COST}",
+    r"operating (?:profit )?margin": f"operating income {_SALES}",
+    r"net (?:profit |income )?margin|profit margin": f"net income {_SALES}",
+    r"\bEBITDAR?\b": "operating income depreciation and amortization",
+    r"\bEBIT\b|interest coverage": "operating income interest expense",
+    r"return on (?:average )?assets|\bROA\b": "net income total assets",
+    r"return on (?:average )?(?:shareholders'? |stockholders'? )?equity|\bROE\b": (
+        f"net income {_EQUITY}"
+    ),
+    r"return on capital employed|\bROCE\b": (
+        "operating income total assets total current liabilities"
+    ),
+    r"invested capital|\bROIC\b": f"long-term debt {_EQUITY} operating income",
+    r"debt[- ]to[- ]equity|capitali[sz]ation ratio|leverage ratio": f"long-term debt {_EQUITY}",
+    r"effective tax rate": "income tax expense income before income taxes",
+    r"free cash flow|\bFCF\b": (
+        "net cash provided by operating activities purchases of property and equipment"
+    ),
+    r"capital expenditures?|\bcapex\b": "purchases of property plant and equipment",
+    r"asset turnover": f"{_SALES} total assets",
+    r"dividend payout": "dividends net income",
+    r"\bCOGS\b": _COST,
+    r"balance sheets?|statements? of financial position": (
+        f"balance sheets {_CURRENT} total assets {_EQUITY}"
+    ),
+    r"income statements?|statements? of (?:income|operations|earnings)|\bP&L\b": (
+        f"statements of income {_SALES} operating income net income"
+    ),
+    r"cash flows? statements?|statements? of cash flows": (
+        "statements of cash flows operating activities investing activities financing activities"
+    ),
+}
+_PATTERNS = [(re.compile(p, re.IGNORECASE), items) for p, items in _MEASURES.items()]
+
+
+def line_items(question: str) -> list[str]:
+    """The line items of every measure and statement the question names, in glossary order."""
+    return [items for pattern, items in _PATTERNS if pattern.search(question)]
+
+
+def with_line_items(question: str) -> str:
+    """The question followed by the line items of the measures it names (itself if none)."""
+    items = line_items(question)
+    return " ".join([question, *items]) if items else question

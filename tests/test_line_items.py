@@ -1,0 +1,83 @@
+"""A question naming a financial measure finds the statement whose line items compute it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from doubles.fakes import HashEmbedder
+from retrieval.edge_store import EdgeStore
+from retrieval.line_items import line_items, with_line_items
+from retrieval.schema import Chunk, ChunkLine, Region
+from retrieval.search import Retriever
+
+DOC = "f" * 64
+NOTES = (
+    "Liquidity. Management watches the current ratio closely; the ratio stayed healthy in fiscal "
+    "2021 and we expect it to remain so."
+)
+BALANCE_SHEET = (
+    "Consolidated balance sheets. Cash and equivalents 9,889. Inventories 6,854. Total current "
+    "assets 26,291. Accounts payable 2,836. Total current liabilities 9,674."
+)
+OTHER = [
+    "Revenues grew 19% in fiscal 2021 on strong demand for footwear.",
+    "The company repurchased shares under its four-year program.",
+    "Employees numbered about 73,300 at the end of the year.",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is cash ratio in FY2021 for Nike?", "total current liabilities"),
+        ("what is the FY2021 inventory turnover ratio for Nike?", "inventories"),
+        ("What is EBITDA for Costco in FY2021?", "depreciation and amortization"),
+        ("FY2019 cash conversion cycle (CCC) for General Mills?", "accounts payable"),
+        ("What is the FY2018 capex amount for 3M?", "purchases of property plant and equipment"),
+        ("Using the statement of financial position, what is ...", "total current assets"),
+    ],
+)
+def test_a_named_measure_brings_its_line_items(question: str, expected: str) -> None:
+    assert any(expected in items for items in line_items(question))
+    assert with_line_items(question).startswith(question)
+
+
+@pytest.mark.parametrize("question", ["Which road leads to the museum?", "Who founded it?"])
+def test_words_that_merely_contain_a_measure_add_nothing(question: str) -> None:
+    assert with_line_items(question) == question
+
+
+def test_ebitdar_is_not_ebit() -> None:
+    assert line_items("What was EBITDAR in 2022?") == line_items("What was EBITDA in 2022?")
+    assert line_items("What was EBIT in 2022?") != line_items("What was EBITDA in 2022?")
+
+
+def _chunk(i: int, text: str) -> Chunk:
+    box = (10.0, 10.0, 200.0, 20.0)
+    return Chunk(
+        chunk_id=f"c{i:04d}",
+        doc_id=DOC,
+        source="annual-report.pdf",
+        kind="text",
+        text=text,
+        embed_text=text,
+        regions=[Region(page=i + 1, bbox=box)],
+        lines=[ChunkLine(page=i + 1, bbox=box, start=0, end=len(text))],
+    )
+
+
+def test_the_statement_outranks_a_note_that_repeats_the_measure_name(tmp_path: Path) -> None:
+    embedder = HashEmbedder(dim=256)
+    chunks = [_chunk(i, t) for i, t in enumerate([NOTES, BALANCE_SHEET, *OTHER])]
+    store = EdgeStore(tmp_path / "edge", embedder.dim)
+    try:
+        store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+        question = "What is the current ratio in FY2021?"
+        plain = store.search(embedder.embed_query(question), 5, None, text=question)
+        assert plain[0].chunk.text == NOTES  # the measure's name alone finds the note
+        hits = Retriever(embedder, store).search(question, 5)
+        assert hits[0].chunk.text == BALANCE_SHEET
+    finally:
+        store.close()
