@@ -42,14 +42,17 @@ __all__ = [
     "FOLLOW_AHEAD",
     "MIN_SUPPORT",
     "RANK_PRIOR",
+    "TABLE_REACH",
     "Answer",
     "AnswerOptions",
     "PageRange",
     "answer_texts",
+    "around_ids",
     "cite",
     "extractive_answer",
     "following_ids",
     "sentence_spans",
+    "table_pieces",
     "terms",
 ]
 
@@ -59,6 +62,8 @@ _DENSE_FLOOR = 0.3
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 _DENSE_KEEP = 0.8
 FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
+TABLE_REACH = 4  # row-group chunks of a table on either side of a hit that its answer reads
+TABLE_ROWS = "table_rows"
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
 _MEET = 1.5
@@ -81,7 +86,10 @@ class AnswerOptions:
     every page of those documents carries them (a signature block would win on them); with a
     `rank_prior`, a sentence's score is divided by 1 + `rank_prior` times its hit's rank (0 for
     the first hit), so that a re-ranker's first page is cited first unless another is much
-    better supported (measured in docs/benchmarks.md)."""
+    better supported (measured in docs/benchmarks.md); `table_rest` gives the other pieces, on
+    its page, of a table chunked in row groups (a store lookup), whose cells are candidates as
+    if they were the hit's own: the search keeps one chunk a page, and the row that answers can
+    lie in its neighbour."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -92,6 +100,7 @@ class AnswerOptions:
     layout: Layout | None = None
     name_terms: frozenset[str] = frozenset()
     rank_prior: float = 0.0
+    table_rest: Callable[[Chunk], Sequence[Chunk]] | None = None
 
 
 class Answer(NamedTuple):
@@ -413,14 +422,62 @@ def _introduced(
     return []
 
 
+def _with_table_rest(
+    hits: list[ScoredChunk], table_rest: Callable[[Chunk], Sequence[Chunk]] | None
+) -> tuple[list[ScoredChunk], list[int]]:
+    """The hits, each followed by the other pieces of its table (`AnswerOptions.table_rest`)
+    that are not hits themselves, scored as the hit; and the rank of the hit each comes from."""
+    if table_rest is None:
+        return hits, list(range(len(hits)))
+    seen = {(h.chunk.doc_id, h.chunk.chunk_id) for h in hits}
+    pool: list[ScoredChunk] = []
+    ranks: list[int] = []
+    for rank, hit in enumerate(hits):
+        pool.append(hit)
+        ranks.append(rank)
+        for piece in table_rest(hit.chunk) if hit.chunk.kind == TABLE_ROWS else ():
+            if (piece.doc_id, piece.chunk_id) not in seen:
+                seen.add((piece.doc_id, piece.chunk_id))
+                pool.append(ScoredChunk(chunk=piece, score=hit.score))
+                ranks.append(rank)
+    return pool, ranks
+
+
 def following_ids(chunk_id: str, n: int) -> list[str]:
     """The ids of the `n` chunks after `chunk_id` in its document (`c0041` -> `c0042`, ...);
     none for an id without a number."""
+    return _nearby_ids(chunk_id, range(1, n + 1))
+
+
+def around_ids(chunk_id: str, n: int) -> list[str]:
+    """The ids of the `n` chunks before `chunk_id` (nearest first) and the `n` after it."""
+    return _nearby_ids(chunk_id, [*range(-1, -n - 1, -1), *range(1, n + 1)])
+
+
+def _nearby_ids(chunk_id: str, steps: Sequence[int]) -> list[str]:
     found = _ORDINAL.search(chunk_id)
     if found is None:
         return []
     head, digits = chunk_id[: found.start()], found.group()
-    return [f"{head}{int(digits) + k:0{len(digits)}d}" for k in range(1, n + 1)]
+    at = int(digits)
+    return [f"{head}{at + k:0{len(digits)}d}" for k in steps if at + k >= 0]
+
+
+def table_pieces(chunk: Chunk, nearby: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks of `nearby` (the chunks around `chunk`, as `around_ids` orders them) that hold
+    other row groups of the same table on its page: the unbroken runs of `table_rows` chunks
+    on either side of a `table_rows` chunk."""
+    if chunk.kind != TABLE_ROWS:
+        return []
+    by_id = {c.chunk_id: c for c in nearby}
+    pieces = []
+    for side in (range(-1, -TABLE_REACH - 1, -1), range(1, TABLE_REACH + 1)):
+        for chunk_id in _nearby_ids(chunk.chunk_id, side):
+            piece = by_id.get(chunk_id)
+            if piece is None or piece.kind != TABLE_ROWS or piece.page != chunk.page:
+                break
+            pieces.append(piece)
+    return pieces
 
 
 def extractive_answer(
@@ -436,7 +493,7 @@ def extractive_answer(
     sentences the `embedder` (if any) ranks again, keeping those within 0.8 times the best. No
     answer (text None) without hits, or when no pooled sentence is as like the question as
     `options.min_support`."""
-    top = list(hits[: options.max_hits])
+    top, ranks = _with_table_rest(list(hits[: options.max_hits]), options.table_rest)
     sentences = _candidates(top, options.pages, options.cells) or _candidates(
         top, cells=options.cells
     )
@@ -453,7 +510,7 @@ def extractive_answer(
         chosen = _select(sentences, scores, max_sentences)
     else:
         scores, support = _dense(question, top, sentences, scores, embedder, options.dense_pool)
-        prior = [1.0 / (1.0 + options.rank_prior * s.hit) for s in sentences]
+        prior = [1.0 / (1.0 + options.rank_prior * ranks[s.hit]) for s in sentences]
         scores = [v * m * p for v, m, p in zip(scores, meet, prior, strict=True)]
         chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
     if support is not None and support < options.min_support:

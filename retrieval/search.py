@@ -13,10 +13,13 @@ from retrieval.answer import (
     FOLLOW_AHEAD,
     MIN_SUPPORT,
     RANK_PRIOR,
+    TABLE_REACH,
     Answer,
     AnswerOptions,
+    around_ids,
     extractive_answer,
     following_ids,
+    table_pieces,
 )
 from retrieval.doc_card import CARD_KIND
 from retrieval.doc_names import NamedDocuments
@@ -271,6 +274,7 @@ class Retriever:
             layout=self.layout,
             pages=(req.page_from, req.page_to),
             following=self.following,
+            table_rest=self.table_rest,
             name_terms=self._name_terms(req),
             rank_prior=RANK_PRIOR if reranked else 0.0,
         )
@@ -283,6 +287,11 @@ class Retriever:
         if not doc_ids:
             return frozenset()
         return frozenset(stems(req.question)) - frozenset(stems(rest))
+
+    def table_rest(self, chunk: Chunk) -> list[Chunk]:
+        """The other row groups of `chunk`'s table on its page, from the store."""
+        nearby = self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, TABLE_REACH))
+        return table_pieces(chunk, nearby)
 
     def following(self, chunk: Chunk) -> list[Chunk]:
         """The few chunks after `chunk` in its document, from the store."""

@@ -1,0 +1,134 @@
+"""A table chunked in row groups is answered as one: the search keeps one chunk a page, and the
+row that answers can lie in the group beside the one it kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from doubles.fakes import HashEmbedder
+from ingest.chunker import chunk_document
+from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
+from retrieval.answer import AnswerOptions, around_ids, extractive_answer, table_pieces
+from retrieval.edge_store import EdgeStore
+from retrieval.schema import Chunk, ScoredChunk
+from retrieval.search import Retriever
+
+HEADER = ["", "February 2, 2019", "February 3, 2018"]
+ROWS = [
+    ["Cash and cash equivalents", "1,980", "1,101"],
+    ["Receivables, net", "1,015", "1,049"],
+    ["Merchandise inventories", "5,409", "5,209"],
+    ["Other current assets", "466", "438"],
+    ["Total current assets", "8,870", "9,829"],
+    ["Land and buildings", "637", "623"],
+    ["Leasehold improvements", "2,119", "2,327"],
+    ["Goodwill", "915", "425"],
+    ["Total assets", "12,901", "13,049"],
+    ["Accounts payable", "5,257", "4,873"],
+    ["Total current liabilities", "7,513", "7,817"],
+    ["Total equity", "3,306", "3,612"],
+]
+X = (72.0, 300.0, 420.0, 540.0)
+
+
+def _balance_sheet() -> Document:
+    """One page: a heading, then a balance sheet long enough to be chunked in row groups."""
+    cells, lines = [], []
+    for r, row in enumerate([HEADER, *ROWS]):
+        y0 = 120.0 + 14 * r
+        for c, text in enumerate(row):
+            box = (X[c] + 2, y0 + 1, X[c + 1] - 2, y0 + 13)
+            cells.append(TableCell(row=r, col=c, text=text, bbox=box, header=r == 0))
+        lines.append(
+            Line(text="| " + " | ".join(v or " " for v in row) + " |", bbox=(74, y0, 538, y0 + 13))
+        )
+    markdown = "\n".join([lines[0].text, "| --- | --- | --- |", *(ln.text for ln in lines[1:])])
+    heading = Block(
+        id="p1-b0",
+        type=BlockType.section_header,
+        bbox=(72, 90, 300, 104),
+        text="Consolidated Balance Sheets",
+        lines=[Line(text="Consolidated Balance Sheets", bbox=(72, 90, 300, 104))],
+    )
+    table = Block(
+        id="p1-b1",
+        type=BlockType.table,
+        bbox=(X[0], 120, X[-1], 120 + 14 * (len(ROWS) + 1)),
+        text=markdown,
+        lines=lines,
+        cells=cells,
+    )
+    page = Page(
+        number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=[heading, table]
+    )
+    return Document(doc_id="b" * 64, source="10-K.pdf", page_count=1, pages=[page])
+
+
+def _chunks() -> list[Chunk]:
+    chunks = chunk_document(_balance_sheet(), count_tokens=lambda t: len(t.split()), max_tokens=48)
+    assert sum(c.kind == "table_rows" for c in chunks) >= 3  # the table is split in row groups
+    return chunks
+
+
+def _holding(chunks: list[Chunk], words: str) -> Chunk:
+    return next(c for c in chunks if c.kind == "table_rows" and words in c.text)
+
+
+QUESTION = "What were merchandise inventories on February 2, 2019?"
+
+
+def test_the_answer_reads_the_row_group_beside_the_hit() -> None:
+    chunks = _chunks()
+    hit = _holding(chunks, "Total assets")
+    assert "inventories" not in hit.text
+    rest = table_pieces(hit, chunks)
+    assert any("Merchandise inventories" in c.text for c in rest)
+    assert all(c.kind == "table_rows" for c in rest)
+
+    hits = [ScoredChunk(chunk=hit, score=0.9)]
+    alone = extractive_answer(QUESTION, hits, max_sentences=1)
+    assert "5,409" not in (alone.text or "")
+    whole = extractive_answer(
+        QUESTION,
+        hits,
+        options=AnswerOptions(table_rest=lambda c: table_pieces(c, chunks)),
+        max_sentences=1,
+    )
+    assert whole.text is not None and whole.text.startswith(
+        "Merchandise inventories, February 2, 2019: 5,409"
+    )
+    assert whole.citations[0].page == 1
+
+
+def _on_page_two(chunk: Chunk) -> Chunk:
+    regions = [r.model_copy(update={"page": 2}) for r in chunk.regions]
+    return chunk.model_copy(update={"regions": regions})
+
+
+def test_only_the_unbroken_run_of_row_groups_on_the_page_counts() -> None:
+    chunks = _chunks()
+    first, second, *later = chunks
+    assert table_pieces(first.model_copy(update={"kind": "text"}), chunks) == []
+    assert {c.chunk_id for c in table_pieces(first, chunks)} == {
+        c.chunk_id for c in [second, *later]
+    }
+    broken = [first, second.model_copy(update={"kind": "text"}), *later]
+    assert table_pieces(first, broken) == []  # a chunk of another kind ends the table
+    moved = [first, *(_on_page_two(c) for c in [second, *later])]
+    assert table_pieces(first, moved) == []  # row groups on another page are not read with it
+    assert around_ids("c0003", 2) == ["c0002", "c0001", "c0004", "c0005"]
+    assert around_ids("c0000", 1) == ["c0001"]
+
+
+def test_the_retriever_looks_up_the_rest_of_the_table_in_the_store(tmp_path: Path) -> None:
+    embedder = HashEmbedder(dim=128)
+    chunks = _chunks()
+    store = EdgeStore(tmp_path / "edge", embedder.dim)
+    try:
+        store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+        retriever = Retriever(embedder, store)
+        hit = _holding(chunks, "Total assets")
+        found = retriever.table_rest(hit)
+        assert {c.chunk_id for c in found} == {c.chunk_id for c in table_pieces(hit, chunks)}
+    finally:
+        store.close()
