@@ -378,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{report}")
     command = f"python -m eval retrieval --dataset {args.dataset} --data {args.data}"
     command += f" --names {args.names}"
+    if args.ocr != "never":
+        command += f" --ocr {args.ocr}"
     if args.folio_index is not None:
         command += f" --folio-index {args.folio_index}"
     if args.skip_llamaindex:
