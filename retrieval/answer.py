@@ -156,8 +156,9 @@ def _meet(question: str, sentences: list[_Sentence]) -> list[float]:
     """`_MEET` for a candidate where the question's measure and period meet, else 1: a
     sentence naming the question's year and another question term; a cell whose column header
     names the year and whose row label holds the question's terms best among such cells (two
-    of them at least, or all of a one-word label; weighed by IDF over the candidates, so a name
-    on every row, such as the company's, counts little)."""
+    of them at least, all of a one-word label, or the label's last word, which names what a
+    row counts: "Merchandise inventories"; weighed by IDF over the candidates, so a name on
+    every row, such as the company's, counts little)."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
@@ -165,9 +166,11 @@ def _meet(question: str, sentences: list[_Sentence]) -> list[float]:
     df = Counter(t for s in sentences for t in s.terms & measure)
 
     def label_weight(cell: TableCellText) -> float:
-        label = set(stems(cell.label))
+        words = stems(cell.label)
+        label = set(words)
         matched = label & measure
-        if len(matched) < min(2, len(label)):  # one word of a longer label is no match
+        head = bool(words) and words[-1] in measure
+        if len(matched) < min(2, len(label)) and not head:  # another single word is no match
             return 0.0
         return sum(1.0 / df[t] for t in matched if df[t])
 

@@ -132,3 +132,21 @@ def test_the_retriever_looks_up_the_rest_of_the_table_in_the_store(tmp_path: Pat
         assert {c.chunk_id for c in found} == {c.chunk_id for c in table_pieces(hit, chunks)}
     finally:
         store.close()
+
+
+def test_a_row_named_by_its_last_word_answers_the_question() -> None:
+    """A row label names what it counts by its last word ("Merchandise inventories"): its
+    cell at the question's year is where measure and period meet, as a sentence naming both."""
+    chunks = _chunks()
+    rows = _holding(chunks, "Merchandise inventories")
+    note = chunks[0].model_copy(
+        update={
+            "chunk_id": "c0099",
+            "kind": "text",
+            "text": "Inventories are reviewed each quarter for obsolescence, as in fiscal 2019.",
+        }
+    )
+    hits = [ScoredChunk(chunk=rows, score=0.9), ScoredChunk(chunk=note, score=0.85)]
+    answer = extractive_answer("What were inventories in 2019?", hits, max_sentences=1)
+    assert answer.text is not None
+    assert answer.text.startswith("Merchandise inventories, February 2, 2019: 5,409")
