@@ -7,8 +7,9 @@ from functools import cache
 
 import pytest
 
+from doubles.builders import table_block
 from ingest.chunker import chunk_document
-from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
+from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.cells import periods, table_cells
 from retrieval.embedder import SentenceTransformerEmbedder
@@ -27,16 +28,6 @@ TOP, ROW_HEIGHT = 200.0, 14.0
 
 def _table_document() -> Document:
     """One page: a caption naming the unit, then a 4-column table with a box for every cell."""
-    cells: list[TableCell] = []
-    lines: list[Line] = []
-    for r, row in enumerate([HEADER, *ROWS]):
-        y0 = TOP + r * ROW_HEIGHT
-        for c, text in enumerate(row):
-            box = (X[c] + 2, y0 + 1, X[c + 1] - 2, y0 + ROW_HEIGHT - 1)
-            cells.append(TableCell(row=r, col=c, text=text, bbox=box, header=r == 0))
-        row_text = "| " + " | ".join(v or " " for v in row) + " |"
-        lines.append(Line(text=row_text, bbox=(X[0] + 2, y0 + 1, X[-1] - 2, y0 + ROW_HEIGHT - 1)))
-    markdown = "\n".join([lines[0].text, "|" + " --- |" * 4, *(ln.text for ln in lines[1:])])
     caption = Block(
         id="p1-b0",
         type=BlockType.caption,
@@ -44,14 +35,7 @@ def _table_document() -> Document:
         text="Table 2. Revenues (Dollars in millions)",
         lines=[Line(text="Table 2. Revenues (Dollars in millions)", bbox=(72, 180, 300, 192))],
     )
-    table = Block(
-        id="p1-b1",
-        type=BlockType.table,
-        bbox=(X[0], TOP, X[-1], TOP + 4 * ROW_HEIGHT),
-        text=markdown,
-        lines=lines,
-        cells=cells,
-    )
+    table = table_block("p1-b1", [HEADER, *ROWS], X, TOP, ROW_HEIGHT)
     page = Page(
         number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=[caption, table]
     )

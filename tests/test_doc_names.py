@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from doubles.builders import one_line_chunk
 from doubles.fakes import HashEmbedder
 from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.doc_names import Named, NamedDocuments, name_words
 from retrieval.edge_store import EdgeStore
-from retrieval.schema import Chunk, ChunkLine, Region, SearchFilter
+from retrieval.schema import Chunk, SearchFilter
 from retrieval.search import Retriever
 
 SOURCES = {
@@ -86,17 +87,7 @@ def test_the_rest_of_the_question_leaves_out_the_names(question: str, rest: str)
 
 
 def _chunk(doc_id: str, source: str, page: int, text: str) -> Chunk:
-    box = (10.0, 10.0, 200.0, 20.0)
-    return Chunk(
-        chunk_id=f"c{page:04d}",
-        doc_id=doc_id,
-        source=source,
-        kind="text",
-        text=text,
-        embed_text=text,
-        regions=[Region(page=page, bbox=box)],
-        lines=[ChunkLine(page=page, bbox=box, start=0, end=len(text))],
-    )
+    return one_line_chunk(page, text, doc_id=doc_id, source=source)
 
 
 def _index(tmp_path: Path, chunks: list[Chunk]) -> tuple[HashEmbedder, EdgeStore]:

@@ -12,10 +12,11 @@ import qdrant_edge as qe
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
+from doubles.builders import one_line_chunk
 from doubles.fakes import HashEmbedder
 from retrieval.edge_store import EdgeStore
 from retrieval.qdrant_store import QdrantServerStore
-from retrieval.schema import Chunk, ChunkLine, QueryRequest, Region, SearchFilter
+from retrieval.schema import QueryRequest, Region, SearchFilter
 from retrieval.search import Retriever
 from retrieval.store import StoreConfigError, VectorStore
 from retrieval.store_common import LEXICAL_NAME, VECTOR_NAME, HybridParams
@@ -32,21 +33,7 @@ TEXTS = [
 ]
 
 
-def _chunk(i: int, text: str) -> Chunk:
-    box = (10.0, 10.0, 200.0, 20.0)
-    return Chunk(
-        chunk_id=f"c{i:04d}",
-        doc_id=DOC,
-        source="report.pdf",
-        kind="text",
-        text=text,
-        embed_text=text,
-        regions=[Region(page=i + 1, bbox=box)],
-        lines=[ChunkLine(page=i + 1, bbox=box, start=0, end=len(text))],
-    )
-
-
-CHUNKS = [_chunk(i, t) for i, t in enumerate(TEXTS)]
+CHUNKS = [one_line_chunk(i + 1, t, doc_id=DOC, source="report.pdf") for i, t in enumerate(TEXTS)]
 # dense vectors that carry no meaning: only the lexical half can find the right chunk
 VECTORS = np.eye(len(CHUNKS), DIM, dtype=np.float32)
 NOWHERE = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from doubles.builders import one_line_chunk
 from doubles.fakes import HashEmbedder
 from retrieval.edge_store import EdgeStore
 from retrieval.line_items import line_items, with_line_items
-from retrieval.schema import Chunk, ChunkLine, Region
 from retrieval.search import Retriever
 
 DOC = "f" * 64
@@ -54,23 +54,13 @@ def test_ebitdar_is_not_ebit() -> None:
     assert line_items("What was EBIT in 2022?") != line_items("What was EBITDA in 2022?")
 
 
-def _chunk(i: int, text: str) -> Chunk:
-    box = (10.0, 10.0, 200.0, 20.0)
-    return Chunk(
-        chunk_id=f"c{i:04d}",
-        doc_id=DOC,
-        source="annual-report.pdf",
-        kind="text",
-        text=text,
-        embed_text=text,
-        regions=[Region(page=i + 1, bbox=box)],
-        lines=[ChunkLine(page=i + 1, bbox=box, start=0, end=len(text))],
-    )
-
-
 def test_the_statement_outranks_a_note_that_repeats_the_measure_name(tmp_path: Path) -> None:
     embedder = HashEmbedder(dim=256)
-    chunks = [_chunk(i, t) for i, t in enumerate([NOTES, BALANCE_SHEET, *OTHER])]
+    texts = [NOTES, BALANCE_SHEET, *OTHER]
+    chunks = [
+        one_line_chunk(i + 1, t, doc_id=DOC, source="annual-report.pdf")
+        for i, t in enumerate(texts)
+    ]
     store = EdgeStore(tmp_path / "edge", embedder.dim)
     try:
         store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))

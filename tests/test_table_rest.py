@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from doubles.builders import table_block
 from doubles.fakes import HashEmbedder
 from ingest.chunker import chunk_document
-from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
+from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.answer import AnswerOptions, around_ids, extractive_answer, table_pieces
 from retrieval.edge_store import EdgeStore
 from retrieval.schema import Chunk, ScoredChunk
@@ -33,16 +34,6 @@ X = (72.0, 300.0, 420.0, 540.0)
 
 def _balance_sheet() -> Document:
     """One page: a heading, then a balance sheet long enough to be chunked in row groups."""
-    cells, lines = [], []
-    for r, row in enumerate([HEADER, *ROWS]):
-        y0 = 120.0 + 14 * r
-        for c, text in enumerate(row):
-            box = (X[c] + 2, y0 + 1, X[c + 1] - 2, y0 + 13)
-            cells.append(TableCell(row=r, col=c, text=text, bbox=box, header=r == 0))
-        lines.append(
-            Line(text="| " + " | ".join(v or " " for v in row) + " |", bbox=(74, y0, 538, y0 + 13))
-        )
-    markdown = "\n".join([lines[0].text, "| --- | --- | --- |", *(ln.text for ln in lines[1:])])
     heading = Block(
         id="p1-b0",
         type=BlockType.section_header,
@@ -50,14 +41,7 @@ def _balance_sheet() -> Document:
         text="Consolidated Balance Sheets",
         lines=[Line(text="Consolidated Balance Sheets", bbox=(72, 90, 300, 104))],
     )
-    table = Block(
-        id="p1-b1",
-        type=BlockType.table,
-        bbox=(X[0], 120, X[-1], 120 + 14 * (len(ROWS) + 1)),
-        text=markdown,
-        lines=lines,
-        cells=cells,
-    )
+    table = table_block("p1-b1", [HEADER, *ROWS], X, 120.0)
     page = Page(
         number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=[heading, table]
     )
