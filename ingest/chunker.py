@@ -33,7 +33,7 @@ from ingest.chunk_tables import (
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType, Document, Page
 from retrieval.doc_card import DocumentCard, card_label
-from retrieval.schema import Chunk, ChunkLine, Region
+from retrieval.schema import TABLE_ROWS_KIND, Chunk, ChunkLine, Region
 
 __all__ = ["ChunkStream", "chunk_document", "document_label"]
 
@@ -258,10 +258,10 @@ class _Chunker:
             for part, part_tokens in self._split_piece(row, room):
                 unit = Unit(row_block, [part], part_tokens, part="rows")
                 if not batch.fits(unit):
-                    self._emit("table_rows", [*prefix, *batch.take()])
+                    self._emit(TABLE_ROWS_KIND, [*prefix, *batch.take()])
                 batch.add(unit)
         if batch.units:
-            self._emit("table_rows", [*prefix, *batch.take()])
+            self._emit(TABLE_ROWS_KIND, [*prefix, *batch.take()])
 
     # figures ------------------------------------------------------------------------------------
 
@@ -355,7 +355,7 @@ def source_label(source: str) -> str:
 
 
 def _embed_text(trail: str, text: str, kind: str) -> str:
-    body = compact_table(text) if kind in ("table", "table_rows") else text
+    body = compact_table(text) if kind in ("table", TABLE_ROWS_KIND) else text
     return f"{trail}\n\n{body}" if trail else body
 
 

@@ -31,7 +31,7 @@ from retrieval.cells import TableCellText, is_table_row, periods, table_cells
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
-from retrieval.schema import Chunk, Citation, Region, ScoredChunk, Support
+from retrieval.schema import TABLE_ROWS_KIND, Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows 
 _DENSE_KEEP = 0.8
 FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
 TABLE_REACH = 4  # row-group chunks of a table on either side of a hit that its answer reads
-TABLE_ROWS = "table_rows"
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
 _MEET = 1.5
@@ -438,7 +437,7 @@ def _with_table_rest(
     for rank, hit in enumerate(hits):
         pool.append(hit)
         ranks.append(rank)
-        for piece in table_rest(hit.chunk) if hit.chunk.kind == TABLE_ROWS else ():
+        for piece in table_rest(hit.chunk) if hit.chunk.kind == TABLE_ROWS_KIND else ():
             if (piece.doc_id, piece.chunk_id) not in seen:
                 seen.add((piece.doc_id, piece.chunk_id))
                 pool.append(ScoredChunk(chunk=piece, score=hit.score))
@@ -470,14 +469,14 @@ def table_pieces(chunk: Chunk, nearby: Sequence[Chunk]) -> list[Chunk]:
     """The chunks of `nearby` (the chunks around `chunk`, as `around_ids` orders them) that hold
     other row groups of the same table on its page: the unbroken runs of `table_rows` chunks
     on either side of a `table_rows` chunk."""
-    if chunk.kind != TABLE_ROWS:
+    if chunk.kind != TABLE_ROWS_KIND:
         return []
     by_id = {c.chunk_id: c for c in nearby}
     pieces = []
     for side in (range(-1, -TABLE_REACH - 1, -1), range(1, TABLE_REACH + 1)):
         for chunk_id in _nearby_ids(chunk.chunk_id, side):
             piece = by_id.get(chunk_id)
-            if piece is None or piece.kind != TABLE_ROWS or piece.page != chunk.page:
+            if piece is None or piece.kind != TABLE_ROWS_KIND or piece.page != chunk.page:
                 break
             pieces.append(piece)
     return pieces

@@ -1,12 +1,13 @@
-"""The statement line items a financial measure is computed from, for the lexical search.
+"""The statement line items a financial measure is computed from, for the search and answer.
 
 "What is the cash ratio in FY2021 for Nike?" names no word of the page that answers it: the
 balance sheet's "Cash and equivalents", "Short-term investments" and "Total current liabilities".
 A question naming a standard measure (current ratio, EBITDA, inventory turnover, free cash flow,
-...) or a financial statement has the line items of its textbook definition added to its lexical
-query, so that the statement's page can outscore the notes that merely repeat the measure's
-name. The glossary is general accounting, not fitted to any document; docs/benchmarks.md measures
-what it does.
+...) or a financial statement has the line items of its textbook definition added to its query,
+dense and lexical, and its answer sentences are ranked against that longer question, so that the
+statement's page and rows can outscore the notes that merely repeat the measure's name. The
+glossary is general accounting, not fitted to any document; docs/benchmarks.md measures what it
+does.
 """
 
 from __future__ import annotations

@@ -34,6 +34,10 @@ class ChunkLine(BaseModel):
     end: int = Field(ge=0)
 
 
+TABLE_ROWS_KIND = "table_rows"
+"""The `Chunk.kind` of one row group of a table too long for one chunk (each repeats its header)."""
+
+
 class Chunk(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
