@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ocr_engine.schema import Block, BlockType, Line, TableCell
+from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
 from retrieval.schema import Chunk, ChunkLine, Region
 
 
@@ -52,3 +52,18 @@ def table_block(
         lines=lines,
         cells=cells,
     )
+
+
+def one_line_block(
+    block_id: str, kind: BlockType, box: tuple[float, float, float, float], text: str
+) -> Block:
+    """A block of one line (a heading, a caption) at `box`."""
+    return Block(id=block_id, type=kind, bbox=box, text=text, lines=[Line(text=text, bbox=box)])
+
+
+def one_page_document(blocks: Sequence[Block], *, doc_id: str, source: str) -> Document:
+    """A document of one US-letter page holding `blocks`."""
+    page = Page(
+        number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=list(blocks)
+    )
+    return Document(doc_id=doc_id, source=source, page_count=1, pages=[page])

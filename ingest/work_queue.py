@@ -176,7 +176,7 @@ class QueueExtractor(Extractor):
         self.actor = _declare(broker, _no_worker_side)
         self._waiters = ThreadPoolExecutor(waiting, thread_name_prefix="folio-unit")
         self.sent = 0
-        self._sent_options = _without_key(options)
+        self._sent_options = _with_api_key(options, None)
 
     def window(
         self, path: Path, name: str, password: str | None, doc_id: str, first: int, last: int
@@ -233,11 +233,12 @@ class QueueExtractor(Extractor):
         self.broker.close()
 
 
-def _without_key(options: ExtractOptions) -> ExtractOptions:
-    """The options as sent to the workers: the OCR endpoint without its API key."""
-    if options.vllm is None or options.vllm.api_key is None:
+def _with_api_key(options: ExtractOptions, api_key: str | None) -> ExtractOptions:
+    """The options with this API key for their OCR endpoint (None: without one, as units are
+    sent); the options themselves when they name no endpoint or already carry it."""
+    if options.vllm is None or options.vllm.api_key == api_key:
         return options
-    return options.model_copy(update={"vllm": options.vllm.model_copy(update={"api_key": None})})
+    return options.model_copy(update={"vllm": options.vllm.model_copy(update={"api_key": api_key})})
 
 
 class _Readers:
@@ -277,10 +278,9 @@ class _Readers:
         self._local.readers = readers
         key = unit.options.model_dump_json() + unit.limits.model_dump_json()
         if key not in readers:
-            options, vllm = unit.options, unit.options.vllm
-            if vllm is not None and self.ocr_api_key is not None:
-                keyed = vllm.model_copy(update={"api_key": self.ocr_api_key})
-                options = options.model_copy(update={"vllm": keyed})
+            options = unit.options
+            if self.ocr_api_key is not None:
+                options = _with_api_key(options, self.ocr_api_key)
             readers[key] = WindowReader(options, None, unit.limits)
         return readers[key]
 

@@ -43,7 +43,6 @@ class SentenceFill:
         self,
         store: VectorStore,
         embedder: RememberingEmbedder,
-        cache: VectorCache,
         *,
         busy: Callable[[], bool],
         quiet_s: float = 2.0,
@@ -51,9 +50,11 @@ class SentenceFill:
         poll_s: float = 60.0,
     ) -> None:
         self.store = store
+        if embedder.cache is None:
+            raise ValueError("the sentence filler needs the embedder's sentence cache")
         self.model: Embedder = embedder.inner  # not `embedder`: its use marks query time
         self.queries = embedder
-        self.cache = cache
+        self.cache: VectorCache = embedder.cache
         self.busy = busy
         self.quiet_s = quiet_s
         self.batch = batch

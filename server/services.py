@@ -151,9 +151,7 @@ def sentence_fill(services: Services) -> SentenceFill | None:
         return None
     if not isinstance(remembering, RememberingEmbedder) or remembering.cache is None:
         return None
-    return SentenceFill(
-        services.store, remembering, remembering.cache, busy=lambda: services.sync.busy
-    )
+    return SentenceFill(services.store, remembering, busy=lambda: services.sync.busy)
 
 
 def ingest_options(settings: Settings) -> IngestOptions:

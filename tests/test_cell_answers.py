@@ -7,9 +7,9 @@ from functools import cache
 
 import pytest
 
-from doubles.builders import table_block
+from doubles.builders import one_line_block, one_page_document, table_block
 from ingest.chunker import chunk_document
-from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
+from ocr_engine.schema import BlockType, Document
 from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.cells import periods, table_cells
 from retrieval.embedder import SentenceTransformerEmbedder
@@ -28,18 +28,11 @@ TOP, ROW_HEIGHT = 200.0, 14.0
 
 def _table_document() -> Document:
     """One page: a caption naming the unit, then a 4-column table with a box for every cell."""
-    caption = Block(
-        id="p1-b0",
-        type=BlockType.caption,
-        bbox=(72, 180, 300, 192),
-        text="Table 2. Revenues (Dollars in millions)",
-        lines=[Line(text="Table 2. Revenues (Dollars in millions)", bbox=(72, 180, 300, 192))],
+    caption = one_line_block(
+        "p1-b0", BlockType.caption, (72, 180, 300, 192), "Table 2. Revenues (Dollars in millions)"
     )
     table = table_block("p1-b1", [HEADER, *ROWS], X, TOP, ROW_HEIGHT)
-    page = Page(
-        number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=[caption, table]
-    )
-    return Document(doc_id="t" * 64, source="revenues.pdf", page_count=1, pages=[page])
+    return one_page_document([caption, table], doc_id="t" * 64, source="revenues.pdf")
 
 
 DOCUMENT = _table_document()

@@ -161,9 +161,7 @@ def test_the_filler_waits_for_ingest_and_queries(tmp_path: Path) -> None:
         remembering = RememberingEmbedder(inner, DictCache())
         ingesting = threading.Event()
         ingesting.set()
-        fill = SentenceFill(
-            services.store, remembering, DictCache(), busy=ingesting.is_set, quiet_s=0.3
-        )
+        fill = SentenceFill(services.store, remembering, busy=ingesting.is_set, quiet_s=0.3)
         fill.start()
         try:
             time.sleep(0.5)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from doubles.builders import table_block
+from doubles.builders import one_line_block, one_page_document, table_block
 from doubles.fakes import HashEmbedder
 from ingest.chunker import chunk_document
-from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
+from ocr_engine.schema import BlockType, Document
 from retrieval.answer import AnswerOptions, around_ids, extractive_answer, table_pieces
 from retrieval.edge_store import EdgeStore
 from retrieval.schema import Chunk, ScoredChunk
@@ -34,18 +34,11 @@ X = (72.0, 300.0, 420.0, 540.0)
 
 def _balance_sheet() -> Document:
     """One page: a heading, then a balance sheet long enough to be chunked in row groups."""
-    heading = Block(
-        id="p1-b0",
-        type=BlockType.section_header,
-        bbox=(72, 90, 300, 104),
-        text="Consolidated Balance Sheets",
-        lines=[Line(text="Consolidated Balance Sheets", bbox=(72, 90, 300, 104))],
+    heading = one_line_block(
+        "p1-b0", BlockType.section_header, (72, 90, 300, 104), "Consolidated Balance Sheets"
     )
     table = table_block("p1-b1", [HEADER, *ROWS], X, 120.0)
-    page = Page(
-        number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=[heading, table]
-    )
-    return Document(doc_id="b" * 64, source="10-K.pdf", page_count=1, pages=[page])
+    return one_page_document([heading, table], doc_id="b" * 64, source="10-K.pdf")
 
 
 def _chunks() -> list[Chunk]:
