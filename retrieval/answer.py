@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ocr_engine.geometry import union
 from retrieval.cells import TableCellText, is_table_row, periods, table_cells
 from retrieval.evidence import Evidence, locate
-from retrieval.line_items import with_line_items
+from retrieval.line_items import measure_text, with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
 from retrieval.schema import TABLE_ROWS_KIND, Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
@@ -66,6 +66,7 @@ TABLE_REACH = 4  # row-group chunks of a table on either side of a hit that its 
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
 _MEET = 1.5
+_WHEN = frozenset(stems("period year fiscal quarter month annual end ended ending beginning"))
 RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
 PageRange = tuple[int | None, int | None]
@@ -151,18 +152,23 @@ def _candidates(
     return sentences
 
 
-def _meet(question: str, sentences: list[_Sentence]) -> list[float]:
+def _meet(
+    question: str, sentences: list[_Sentence], ignored: frozenset[str] = frozenset()
+) -> list[float]:
     """`_MEET` for a candidate where the question's measure and period meet, else 1: a
-    sentence naming the question's year and another question term; a cell whose column header
-    names the year and whose row label holds the question's terms best among such cells (two
+    sentence naming the question's year and another measure term; a cell whose column header
+    names the year and whose row label holds the measure's terms best among such cells (two
     of them at least, all of a one-word label, or the label's last word, which names what a
-    row counts: "Merchandise inventories"; weighed by IDF over the candidates, so a name on
-    every row, such as the company's, counts little)."""
+    row counts: "Merchandise inventories"; weighed by IDF over the candidates). The measure is
+    the question's `measure_text` (no statement it names, a line item's other names) without
+    its years, the words of a period ("year end", "period") and the `ignored` name terms: the
+    company a filing is about names every row of it."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
-    measure = set(stems(question)) - years
+    measure = set(stems(measure_text(question))) - years - _WHEN - ignored
     df = Counter(t for s in sentences for t in s.terms & measure)
+    n = len(sentences)
 
     def label_weight(cell: TableCellText) -> float:
         words = stems(cell.label)
@@ -171,7 +177,7 @@ def _meet(question: str, sentences: list[_Sentence]) -> list[float]:
         head = bool(words) and words[-1] in measure
         if len(matched) < min(2, len(label)) and not head:  # another single word is no match
             return 0.0
-        return sum(1.0 / df[t] for t in matched if df[t])
+        return sum(math.log(1.0 + n / df[t]) for t in matched if df[t])
 
     dated = [s.cell for s in sentences if s.cell is not None and periods(s.cell.header) & years]
     best = max((label_weight(c) for c in dated), default=0.0)
@@ -229,19 +235,22 @@ def _dense(
     lexical: list[float],
     embedder: Embedder,
     pool: int,
+    meet: Sequence[float] = (),
 ) -> tuple[list[float], float]:
     """The `pool` best sentences by `lexical`, down to 0.3 times the best, scored again by the
     similarity of their text, led by their section heading, to the question; the others score 0.
     (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
     rare terms, such as a name.) Table cells have a pool of their own, half as large, so that the
-    many cells of a table do not crowd the sentences out. Also the best similarity (0.0 for no
-    sentence)."""
+    many cells of a table do not crowd the sentences out; a cell where measure and period `meet`
+    is scored whatever its rank. Also the best similarity (0.0 for no sentence)."""
     floor = _DENSE_FLOOR * max(lexical, default=0.0)
     ranked = sorted(range(len(sentences)), key=lambda i: -lexical[i])
     texts_first = [i for i in ranked if sentences[i].cell is None][:pool]
     cells_first = [i for i in ranked if sentences[i].cell is not None][: max(1, pool // 2)]
-    order = sorted(texts_first + cells_first, key=lambda i: -lexical[i])
-    order = [i for i in order if lexical[i] >= floor]
+    meeting = [i for i, m in enumerate(meet) if m > 1.0 and sentences[i].cell is not None]
+    pooled = sorted({*texts_first, *cells_first}, key=lambda i: -lexical[i])
+    order = [i for i in pooled if lexical[i] >= floor]
+    order += [i for i in meeting if i not in order]
     if not order:
         return [0.0] * len(sentences), 0.0
     texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]
@@ -501,7 +510,9 @@ def extractive_answer(
     )
     if not sentences:
         return Answer(None, [], 0.0 if embedder is not None else None)
-    meet = _meet(question, sentences) if options.cells else [1.0] * len(sentences)
+    meet = (
+        _meet(question, sentences, options.name_terms) if options.cells else [1.0] * len(sentences)
+    )
     ranked = _rank(question, top, sentences, options.name_terms)
     scores = [v * m for v, m in zip(ranked, meet, strict=True)]
     support: float | None = None
@@ -511,7 +522,9 @@ def extractive_answer(
         _, support = _dense(question, top, sentences, scores, embedder, 1)
         chosen = _select(sentences, scores, max_sentences)
     else:
-        scores, support = _dense(question, top, sentences, scores, embedder, options.dense_pool)
+        scores, support = _dense(
+            question, top, sentences, scores, embedder, options.dense_pool, meet
+        )
         prior = [1.0 / (1.0 + options.rank_prior * ranks[s.hit]) for s in sentences]
         scores = [v * m * p for v, m, p in zip(scores, meet, prior, strict=True)]
         chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)

@@ -6,20 +6,20 @@ A question naming a standard measure (current ratio, EBITDA, inventory turnover,
 ...) or a financial statement has the line items of its textbook definition added to its query,
 dense and lexical, and its answer sentences are ranked against that longer question, so that the
 statement's page and rows can outscore the notes that merely repeat the measure's name. The
-glossary is general accounting, not fitted to any document; docs/benchmarks.md measures what it
-does.
+answer also reads which row a question asks for from it (`measure_text`). The glossary is general
+accounting, not fitted to any document; docs/benchmarks.md measures what it does.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["line_items", "with_line_items"]
+__all__ = ["line_items", "measure_text", "with_line_items"]
 
 _CURRENT = "total current assets total current liabilities"
 _CASH = "cash and cash equivalents short-term investments"
 _SALES = "revenues net sales"
-_COST = "cost of sales cost of goods sold"
+_COST = "cost of sales cost of goods sold cost of revenue"
 _EQUITY = "total shareholders equity"
 
 _MEASURES: dict[str, str] = {
@@ -51,10 +51,15 @@ _MEASURES: dict[str, str] = {
     r"free cash flow|\bFCF\b": (
         "net cash provided by operating activities purchases of property and equipment"
     ),
-    r"capital expenditures?|\bcapex\b": "purchases of property plant and equipment",
     r"asset turnover": f"{_SALES} total assets",
     r"dividend payout": "dividends net income",
+}
+# measures that are a line item themselves, under other names
+_ALIASES: dict[str, str] = {
+    r"capital expenditures?|\bcapex\b": "purchases of property plant and equipment",
     r"\bCOGS\b": _COST,
+}
+_STATEMENTS: dict[str, str] = {
     r"balance sheets?|statements? of financial position": (
         f"balance sheets {_CURRENT} total assets {_EQUITY}"
     ),
@@ -65,7 +70,15 @@ _MEASURES: dict[str, str] = {
         "statements of cash flows operating activities investing activities financing activities"
     ),
 }
-_PATTERNS = [(re.compile(p, re.IGNORECASE), items) for p, items in _MEASURES.items()]
+
+
+def _compiled(glossary: dict[str, str]) -> list[tuple[re.Pattern[str], str]]:
+    return [(re.compile(p, re.IGNORECASE), items) for p, items in glossary.items()]
+
+
+_ALIAS_PATTERNS = _compiled(_ALIASES)
+_STATEMENT_PATTERNS = _compiled(_STATEMENTS)
+_PATTERNS = _compiled(_MEASURES) + _ALIAS_PATTERNS + _STATEMENT_PATTERNS
 
 
 def line_items(question: str) -> list[str]:
@@ -77,3 +90,15 @@ def with_line_items(question: str) -> str:
     """The question followed by the line items of the measures it names (itself if none)."""
     items = line_items(question)
     return " ".join([question, *items]) if items else question
+
+
+def measure_text(question: str) -> str:
+    """What the question asks to be counted, as a row label would name it: its words without
+    the statements it names (the statement a figure is read from is not the figure: "net income"
+    is no answer to "the COGS from the income statement"), followed by the other names of a
+    measure that is a line item itself ("cost of revenue" for COGS). A ratio's line items are
+    left out: it is computed from several rows, none of which is the answer."""
+    for pattern, _ in _STATEMENT_PATTERNS:
+        question = pattern.sub(" ", question)
+    items = [items for pattern, items in _ALIAS_PATTERNS if pattern.search(question)]
+    return " ".join([question, *items])

@@ -1,0 +1,147 @@
+"""The row a question asks for: its measure is what the row label names, not the statement the
+figure is read from, the time words of its period, or the company it is about; and the cell
+where measure and period meet is always weighed, however many other cells share its words."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+from doubles.builders import one_line_block, one_page_document, table_block
+from ingest.chunker import chunk_document
+from ocr_engine.schema import BlockType
+from retrieval.answer import AnswerOptions, extractive_answer
+from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.line_items import measure_text
+from retrieval.schema import Chunk, ScoredChunk
+from retrieval.text_terms import stems
+
+X = (72.0, 300.0, 420.0, 540.0)
+
+
+@cache
+def _model() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder()
+
+
+def _table(heading: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> Chunk:
+    """The one chunk of a page holding a heading and a table."""
+    title = one_line_block("p1-b0", BlockType.section_header, (72, 90, 300, 104), heading)
+    table = table_block("p1-b1", [header, *rows], X, 120.0)
+    document = one_page_document([title, table], doc_id="m" * 64, source="10-K.pdf")
+    [chunk] = [c for c in chunk_document(document, count_tokens=lambda t: len(t.split()))]
+    return chunk
+
+
+def _first(question: str, chunk: Chunk, *, names: frozenset[str] = frozenset()) -> str:
+    answer = extractive_answer(
+        question,
+        [ScoredChunk(chunk=chunk, score=0.9)],
+        embedder=_model(),
+        options=AnswerOptions(name_terms=names),
+        max_sentences=1,
+    )
+    assert answer.text is not None
+    return answer.text
+
+
+INCOME = _table(
+    "Income Statements",
+    ["", "2016", "2015"],
+    [
+        ["Product", "61,502", "75,956"],
+        ["Service and other", "23,818", "17,624"],
+        ["Total revenue", "85,320", "93,580"],
+        ["Product", "17,880", "21,410"],
+        ["Service and other", "14,900", "11,628"],
+        ["Total cost of revenue", "32,780", "33,038"],
+        ["Gross margin", "52,540", "60,542"],
+        ["Research and development", "11,988", "12,046"],
+        ["Operating income", "20,182", "18,161"],
+        ["Other income (expense), net", "(431)", "346"],
+        ["Income before income taxes", "19,751", "18,507"],
+        ["Provision for income taxes", "2,953", "6,314"],
+        ["Net income", "16,798", "12,193"],
+    ],
+)
+
+
+def test_the_statement_named_is_not_the_measure_and_cogs_is_the_cost_of_revenue() -> None:
+    """ "COGS from the statement of income": "Net income" is the statement's word, not the
+    measure; the row is "Total cost of revenue", COGS under another name, though four other
+    cells of the column rank above it by the question's words."""
+    assert "income" not in measure_text("the COGS, from the statement of income")
+    assert "cost of revenue" in measure_text("the COGS, from the statement of income")
+    question = (
+        "What is the FY2016 COGS for Microsoft? Please state answer in USD millions. "
+        "Provide a response by primarily using the statement of income."
+    )
+    assert _first(question, INCOME).startswith("Total cost of revenue, 2016: 32,780")
+
+
+CASH_AND_DEBT = _table(
+    "Balance Sheets and Cash Flows",
+    ["", "2023", "2022"],
+    [
+        ["Cash and cash equivalents, end of period", "34,704", "13,931"],
+        ["Proceeds from issuance of debt", "0", "0"],
+        ["Repayments of debt", "(2,750)", "(9,023)"],
+        ["Current portion of long-term debt", "5,247", "2,749"],
+        ["Long-term debt", "41,990", "47,032"],
+        ["Total liabilities", "205,753", "198,298"],
+    ],
+)
+
+
+def test_the_words_of_a_period_name_no_row() -> None:
+    """ "Between FY2023 and the FY2022 period": "period" says when; "end of period" is not the
+    row asked for, "Long-term debt" is."""
+    question = "Has Microsoft increased its debt between FY2023 and the FY2022 period?"
+    assert "debt" in _first(question, CASH_AND_DEBT)
+
+
+def test_the_company_asked_about_names_no_row() -> None:
+    """Every row of a company's filing is the company's: its name (a name term of the search)
+    makes no sentence the one where measure and period meet."""
+    note = CASH_AND_DEBT.model_copy(
+        update={
+            "chunk_id": "c0099",
+            "kind": "text",
+            "lines": CASH_AND_DEBT.lines[:1],
+            "text": "In 2023 Contoso issued notes and repaid borrowings.",
+        }
+    )
+    question = "What was Contoso's long-term debt in 2023?"
+    hits = [ScoredChunk(chunk=note, score=0.9), ScoredChunk(chunk=CASH_AND_DEBT, score=0.9)]
+    answer = extractive_answer(
+        question,
+        hits,
+        embedder=_model(),
+        options=AnswerOptions(name_terms=frozenset(stems("Contoso"))),
+        max_sentences=1,
+    )
+    assert answer.text is not None and answer.text.startswith("Long-term debt, 2023: 41,990")
+
+
+PLANT = _table(
+    "Consolidated Statements of Financial Position and Cash Flows",
+    ["", "2018", "2017"],
+    [
+        ["Property, plant and equipment additions", "(1,722)", "(1,739)"],
+        ["Property, plant and equipment reductions", "120", "92"],
+        ["Net cash provided by operating activities", "15,322", "13,344"],
+        ["Property, plant and equipment, gross", "30,245", "29,240"],
+        ["Less accumulated depreciation", "(17,600)", "(16,568)"],
+        ["Property, plant and equipment, net", "12,645", "12,672"],
+    ],
+)
+
+
+def test_the_row_holding_more_of_the_measure_wins_over_one_rare_word() -> None:
+    """ "Net property, plant, and equipment" from the information provided: the row naming
+    all of it answers, not "Net cash provided" for its one rarer word."""
+    question = (
+        "Using information provided within the balance sheet, what is the year end FY2018 "
+        "net property, plant, and equipment (in USD millions)?"
+    )
+    assert _first(question, PLANT).startswith("Property, plant and equipment, net, 2018: 12,645")
