@@ -359,8 +359,8 @@ def _cite_sentence(
     options: AnswerOptions,
 ) -> Citation:
     """The citation of an answer sentence; a lead-in ("... as follows:") is cited together with
-    what it introduces: the rest of its chunk, or else what follows the chunk; a cell is cited
-    to its box and quoted in words."""
+    what it introduces: the lines under it in its column, or else what follows the chunk; a
+    cell is cited to its box and quoted in words."""
     hit = hits[sentence.hit]
     span = (sentence.start, sentence.end)
     if sentence.cell is not None:
@@ -371,8 +371,33 @@ def _cite_sentence(
         return cite(n, hit, [span], located=titled)
     text = hit.chunk.text
     if text[sentence.end :].strip():
-        return cite(n, hit, [(sentence.start, len(text.rstrip()))])
+        end = _column_end(hit.chunk, sentence.start, sentence.end)
+        return cite(n, hit, [(sentence.start, end)])
     return cite(n, hit, [span], then=_introduced(hit.chunk, hits, following))
+
+
+def _column_end(chunk: Chunk, start: int, end: int) -> int:
+    """Where the run of chunk lines that follow the lead-in at characters `start`..`end` one
+    under another in its column ends (a jump up or sideways, a gap of more than a line or
+    another page ends it: the labels of a figure beside a list are not what the list's lead-in
+    introduces); the chunk's end when no line follows so, or the chunk has no lines."""
+    text = chunk.text
+    lead = [ln for ln in chunk.lines if ln.start < end and ln.end > start]
+    after = [ln for ln in chunk.lines if ln.start >= end]
+    if not lead or not after:
+        return len(text.rstrip())
+    page = lead[-1].page
+    run = union([ln.bbox for ln in lead if ln.page == page])
+    last = None
+    for line in after:
+        x0, y0, x1, y1 = line.bbox
+        height = y1 - y0
+        below = run[3] - height <= y0 <= run[3] + 1.5 * height
+        if line.page != page or not (x0 < run[2] and x1 > run[0] and below):
+            break
+        run = union([run, line.bbox])
+        last = line.end
+    return len(text.rstrip()) if last is None else last
 
 
 def _titled(

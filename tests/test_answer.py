@@ -319,6 +319,44 @@ def test_a_lead_in_is_cited_with_the_rest_of_its_chunk() -> None:
     assert first.quote.endswith("Services: growth of 7.6%.")
 
 
+def test_a_lead_in_is_cited_with_the_lines_under_it_in_its_column() -> None:
+    """Steps under "To replace the grille:", then the labels of the figure beside them in the
+    same chunk: the citation boxes the steps, not the figure."""
+    rows = [
+        ("To remove the grille:", (115.0, 100.0, 212.0, 114.0)),
+        ("1. Open both doors.", (116.0, 115.0, 203.0, 128.0)),
+        ("To replace the grille:", (115.0, 183.0, 212.0, 195.0)),
+        ("1. Line up grille support tabs with metal", (116.0, 195.0, 289.0, 209.0)),
+        ("clips.", (127.0, 207.0, 149.0, 221.0)),
+        ("2. Push firmly to snap into place.", (116.0, 220.0, 260.0, 234.0)),
+        ("Metal clips", (331.0, 146.0, 354.0, 160.0)),
+        ("Base grille", (507.0, 193.0, 528.0, 206.0)),
+    ]
+    text = ""
+    lines = []
+    for words, box in rows:
+        text += "\n" if text else ""
+        lines.append(ChunkLine(page=17, bbox=box, start=len(text), end=len(text) + len(words)))
+        text += words
+    chunk = Chunk(
+        chunk_id="c0033",
+        doc_id=DOC,
+        source="manual.pdf",
+        kind="text",
+        text=text,
+        embed_text=text,
+        regions=[Region(page=17, bbox=(115.0, 100.0, 528.0, 234.0))],
+        lines=lines,
+    )
+    answer = extractive_answer(
+        "How to replace the grille?", [ScoredChunk(chunk=chunk, score=0.9)], max_sentences=1
+    )
+    first = answer.citations[0]
+    assert first.quote.startswith("To replace the grille:")
+    assert first.quote.endswith("2. Push firmly to snap into place.")
+    assert first.bbox == (115.0, 183.0, 289.0, 234.0)
+
+
 def _table_after_lead_in(table_id: str) -> tuple[Chunk, Chunk]:
     lead_in = make_chunk(
         "c0020", [(11, "The following table presents the Company's debt investments:")]
