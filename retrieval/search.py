@@ -225,12 +225,9 @@ class Retriever:
         if self.reranker is not None:
             fetch = max(fetch, self.rerank_candidates)
         found = self.store.search(vector, fetch, flt, text=text)
-        named = self._named(question, flt)
-        if named is not None and self._agrees(named[0], found):
-            narrowed, rest = named
-            rest = with_line_items(rest)
-            first = self.store.search(vector, fetch, narrowed, text=rest if text else None)
-            found = first + found
+        narrowed = self._named(question, flt)
+        if narrowed is not None and self._agrees(narrowed, found):
+            found = self.store.search(vector, fetch, narrowed, text=text) + found
         found = [hit for hit in found if hit.chunk.kind != CARD_KIND]  # routing, never a hit
         failure = None
         if self.reranker is not None:
@@ -252,16 +249,17 @@ class Retriever:
         wanted = set(named.doc_ids or ())
         return any(hit.chunk.doc_id in wanted for hit in found[:_AGREEMENT_WINDOW])
 
-    def _named(self, question: str, flt: SearchFilter | None) -> tuple[SearchFilter, str] | None:
-        """The filter to the documents the question names and the question without their names,
-        unless the caller chose documents."""
+    def _named(self, question: str, flt: SearchFilter | None) -> SearchFilter | None:
+        """The filter to the documents the question names, unless the caller chose documents.
+        Within them the question is searched whole: its name words still rank the pages that
+        print the name (a filing's statements head "NIKE, Inc."), measured in
+        docs/benchmarks.md."""
         if self.names is None or (flt is not None and flt.doc_ids):
             return None
-        doc_ids, rest = self.names.match(question)
+        doc_ids, _ = self.names.match(question)
         if not doc_ids:
             return None
-        narrowed = (flt or SearchFilter()).model_copy(update={"doc_ids": doc_ids})
-        return narrowed, rest or question
+        return (flt or SearchFilter()).model_copy(update={"doc_ids": doc_ids})
 
     def answer_options(self, req: QueryRequest, ranked: Ranked | None = None) -> AnswerOptions:
         """How this retriever draws extractive answers for `req` (its page filter included), from

@@ -198,3 +198,24 @@ def test_a_quarter_or_a_form_the_question_names_breaks_ties() -> None:
     question = "Did Best Buy's store count change between Q2 of FY2024 and FY2023?"
     assert names.match(question).doc_ids == ["b" * 64]
     assert names.match("What was Best Buy's capex in its FY2024 10-K?").doc_ids == ["c" * 64]
+
+
+def test_inside_a_named_document_its_name_still_ranks_pages(tmp_path: Path) -> None:
+    """The name the question writes keeps counting in the lexical search inside the named
+    document: a page that prints the name and is most like the question in meaning, though it
+    shares no other word with it, comes first (a filing's statements print the company's name,
+    its notes seldom do)."""
+    nike, other = "a" * 64, "b" * 64
+    sources = {nike: "NIKE_2021_10K.pdf", other: "ADIDAS_2021_ANNUAL.pdf"}
+    chunks = [
+        _chunk(nike, sources[nike], 61, "What is NIKE for"),
+        _chunk(nike, sources[nike], 8, "Turnover of suppliers and of customers."),
+        _chunk(nike, sources[nike], 9, "Receivables turnover of customers."),
+        _chunk(other, sources[other], 5, "Inventory of the group."),
+    ]
+    embedder, store = _index(tmp_path, chunks)
+    question = "What is payables turnover for Nike?"
+    assert NamedDocuments(lambda: sources).match(question).doc_ids == [nike]
+    hits = Retriever(embedder, store, names=NamedDocuments(lambda: sources)).search(question, 3)
+    assert [h.chunk.page for h in hits] == [61, 8, 9]
+    store.close()
