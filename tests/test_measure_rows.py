@@ -5,12 +5,14 @@ where measure and period meet is always weighed, however many other cells share 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 from functools import cache
 
 from doubles.builders import one_line_block, one_page_document, table_block
 from ingest.chunker import chunk_document
 from ocr_engine.schema import BlockType
 from retrieval.answer import AnswerOptions, extractive_answer
+from retrieval.doc_card import DocumentCard
 from retrieval.embedder import SentenceTransformerEmbedder
 from retrieval.line_items import measure_text
 from retrieval.schema import Chunk, ScoredChunk
@@ -24,10 +26,15 @@ def _model() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder()
 
 
-def _table(heading: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> Chunk:
+def _table(
+    heading: str,
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    edges: Sequence[float] = X,
+) -> Chunk:
     """The one chunk of a page holding a heading and a table."""
     title = one_line_block("p1-b0", BlockType.section_header, (72, 90, 300, 104), heading)
-    table = table_block("p1-b1", [header, *rows], X, 120.0)
+    table = table_block("p1-b1", [header, *rows], edges, 120.0)
     document = one_page_document([title, table], doc_id="m" * 64, source="10-K.pdf")
     [chunk] = [c for c in chunk_document(document, count_tokens=lambda t: len(t.split()))]
     return chunk
@@ -145,3 +152,37 @@ def test_the_row_holding_more_of_the_measure_wins_over_one_rare_word() -> None:
         "net property, plant, and equipment (in USD millions)?"
     )
     assert _first(question, PLANT).startswith("Property, plant and equipment, net, 2018: 12,645")
+
+
+QUARTER = _table(
+    "Condensed Consolidated Balance Sheets",
+    ["", "July 29, 2023", "January 28, 2023", "July 30, 2022"],
+    [
+        ["Cash and cash equivalents", "1,093", "1,874", "840"],
+        ["Merchandise inventories", "5,651", "5,140", "6,715"],
+        ["Accounts payable", "5,471", "5,687", "5,406"],
+        ["Total current liabilities", "8,109", "8,979", "9,143"],
+    ],
+    (72.0, 240.0, 340.0, 440.0, 540.0),
+)
+
+
+def test_a_fiscal_quarter_meets_the_column_dated_in_its_calendar_year() -> None:
+    """Best Buy's Q2 of FY2024 ended July 29, 2023: by the document's card, "Q2 FY2024" is
+    the column of that date, not the fiscal year's end nor the quarter a year before."""
+    card = DocumentCard(year=2024, quarter=2, period_end=date(2023, 7, 29))
+    assert card.fiscal_calendar == ("2024", "2023")
+    assert DocumentCard(year=2023, period_end=date(2023, 1, 28)).fiscal_calendar is None
+    assert DocumentCard(year=2024).fiscal_calendar is None
+
+    question = "What were accounts payable at the end of Q2 FY2024?"
+    answer = extractive_answer(
+        question,
+        [ScoredChunk(chunk=QUARTER, score=0.9)],
+        embedder=_model(),
+        options=AnswerOptions(fiscal_calendar=lambda _doc_id: card.fiscal_calendar),
+        max_sentences=1,
+    )
+    assert answer.text is not None and answer.text.startswith(
+        "Accounts payable, July 29, 2023: 5,471"
+    )
