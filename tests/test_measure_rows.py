@@ -40,14 +40,10 @@ def _table(
     return chunk
 
 
-def _first(question: str, chunk: Chunk, *, names: frozenset[str] = frozenset()) -> str:
-    answer = extractive_answer(
-        question,
-        [ScoredChunk(chunk=chunk, score=0.9)],
-        embedder=_model(),
-        options=AnswerOptions(name_terms=names),
-        max_sentences=1,
-    )
+def _first(question: str, *chunks: Chunk, options: AnswerOptions = AnswerOptions()) -> str:
+    """The answer's first sentence, the `chunks` its hits (equal scores)."""
+    hits = [ScoredChunk(chunk=chunk, score=0.9) for chunk in chunks]
+    answer = extractive_answer(question, hits, embedder=_model(), options=options, max_sentences=1)
     assert answer.text is not None
     return answer.text
 
@@ -119,15 +115,9 @@ def test_the_company_asked_about_names_no_row() -> None:
         }
     )
     question = "What was Contoso's long-term debt in 2023?"
-    hits = [ScoredChunk(chunk=note, score=0.9), ScoredChunk(chunk=CASH_AND_DEBT, score=0.9)]
-    answer = extractive_answer(
-        question,
-        hits,
-        embedder=_model(),
-        options=AnswerOptions(name_terms=frozenset(stems("Contoso"))),
-        max_sentences=1,
-    )
-    assert answer.text is not None and answer.text.startswith("Long-term debt, 2023: 41,990")
+    names = AnswerOptions(name_terms=frozenset(stems("Contoso")))
+    first = _first(question, note, CASH_AND_DEBT, options=names)
+    assert first.startswith("Long-term debt, 2023: 41,990")
 
 
 PLANT = _table(
@@ -176,13 +166,6 @@ def test_a_fiscal_quarter_meets_the_column_dated_in_its_calendar_year() -> None:
     assert DocumentCard(year=2024).fiscal_calendar is None
 
     question = "What were accounts payable at the end of Q2 FY2024?"
-    answer = extractive_answer(
-        question,
-        [ScoredChunk(chunk=QUARTER, score=0.9)],
-        embedder=_model(),
-        options=AnswerOptions(fiscal_calendar=lambda _doc_id: card.fiscal_calendar),
-        max_sentences=1,
-    )
-    assert answer.text is not None and answer.text.startswith(
-        "Accounts payable, July 29, 2023: 5,471"
-    )
+    calendar = AnswerOptions(fiscal_calendar=lambda _doc_id: card.fiscal_calendar)
+    first = _first(question, QUARTER, options=calendar)
+    assert first.startswith("Accounts payable, July 29, 2023: 5,471")
