@@ -177,7 +177,7 @@ def _meet(
         return [1.0] * len(sentences)
     measure = set(stems(measure_text(question))) - years - _WHEN - ignored
     calendars = (
-        {h.chunk.doc_id: fiscal_calendar(h.chunk.doc_id) for h in hits} if fiscal_calendar else {}
+        {d: fiscal_calendar(d) for d in {h.chunk.doc_id for h in hits}} if fiscal_calendar else {}
     )
     dated_as = {
         doc_id: years | {calendar[1]}

@@ -95,8 +95,8 @@ def _question_names(question: str) -> tuple[dict[str, Span], dict[str, Span]]:
 class NameMatch(NamedTuple):
     doc_ids: list[str]
     rest: str
-    """The question without the names it matched (they no longer tell the named files' pages
-    apart), for the lexical search inside those files."""
+    """The question without the names it matched: the words the answer gives no support, since
+    every page of the named files carries them."""
 
 
 class Named(NamedTuple):

@@ -22,7 +22,7 @@ from retrieval.answer import (
     table_pieces,
 )
 from retrieval.doc_card import CARD_KIND
-from retrieval.doc_names import NamedDocuments
+from retrieval.doc_names import NamedDocuments, NameMatch
 from retrieval.embedder import Embedder
 from retrieval.line_items import with_line_items
 from retrieval.page_layout import Layout
@@ -63,6 +63,15 @@ class Ranked(NamedTuple):
     hits: list[ScoredChunk]
     rerank_error: RerankFailure | None = None
     """Why the re-ranker was passed over (the hits keep the fused order)."""
+    names: NameMatch | None = None
+    """The documents the question names (None with names off or documents chosen by filter)."""
+
+
+def _name_terms(question: str, names: NameMatch | None) -> frozenset[str]:
+    """Stems of the words by which the question names the documents it is about."""
+    if names is None or not names.doc_ids:
+        return frozenset()
+    return frozenset(stems(question)) - frozenset(stems(names.rest))
 
 
 def rerank(
@@ -225,9 +234,13 @@ class Retriever:
         if self.reranker is not None:
             fetch = max(fetch, self.rerank_candidates)
         found = self.store.search(vector, fetch, flt, text=text)
-        narrowed = self._named(question, flt)
-        if narrowed is not None and self._agrees(narrowed, found):
-            found = self.store.search(vector, fetch, narrowed, text=text) + found
+        names = self._match(question, flt)
+        if names is not None and names.doc_ids:
+            # within them the question is searched whole: its name words still rank the pages
+            # that print the name (a filing's statements head "NIKE, Inc."; docs/benchmarks.md)
+            narrowed = (flt or SearchFilter()).model_copy(update={"doc_ids": names.doc_ids})
+            if self._agrees(narrowed, found):
+                found = self.store.search(vector, fetch, narrowed, text=text) + found
         found = [hit for hit in found if hit.chunk.kind != CARD_KIND]  # routing, never a hit
         failure = None
         if self.reranker is not None:
@@ -238,8 +251,8 @@ class Retriever:
                 failure = RerankFailure(code=exc.code, message=exc.message)
         if not self.page_hits:
             key = lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id)  # noqa: E731
-            return Ranked(_distinct(found, top_k, key), failure)
-        return Ranked(distinct_pages(found, top_k), failure)
+            return Ranked(_distinct(found, top_k, key), failure, names)
+        return Ranked(distinct_pages(found, top_k), failure, names)
 
     @staticmethod
     def _agrees(named: SearchFilter, found: list[ScoredChunk]) -> bool:
@@ -249,22 +262,19 @@ class Retriever:
         wanted = set(named.doc_ids or ())
         return any(hit.chunk.doc_id in wanted for hit in found[:_AGREEMENT_WINDOW])
 
-    def _named(self, question: str, flt: SearchFilter | None) -> SearchFilter | None:
-        """The filter to the documents the question names, unless the caller chose documents.
-        Within them the question is searched whole: its name words still rank the pages that
-        print the name (a filing's statements head "NIKE, Inc."), measured in
-        docs/benchmarks.md."""
+    def _match(self, question: str, flt: SearchFilter | None) -> NameMatch | None:
+        """The documents the question names, unless names are off or the caller chose
+        documents."""
         if self.names is None or (flt is not None and flt.doc_ids):
             return None
-        doc_ids, _ = self.names.match(question)
-        if not doc_ids:
-            return None
-        return (flt or SearchFilter()).model_copy(update={"doc_ids": doc_ids})
+        return self.names.match(question)
 
     def answer_options(self, req: QueryRequest, ranked: Ranked | None = None) -> AnswerOptions:
         """How this retriever draws extractive answers for `req` (its page filter included), from
         the hits `ranked` (re-ranked unless it says why not)."""
         reranked = self.reranker is not None and (ranked is None or ranked.rerank_error is None)
+        names = ranked.names if ranked is not None else None
+        names = names or self._match(req.question, search_filter(req))
         return AnswerOptions(
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
@@ -273,19 +283,10 @@ class Retriever:
             pages=(req.page_from, req.page_to),
             following=self.following,
             table_rest=self.table_rest,
-            name_terms=self._name_terms(req),
+            name_terms=_name_terms(req.question, names),
             fiscal_calendar=self.fiscal_calendar if self.names is not None else None,
             rank_prior=RANK_PRIOR if reranked else 0.0,
         )
-
-    def _name_terms(self, req: QueryRequest) -> frozenset[str]:
-        """Stems of the words by which the question names the documents it is about."""
-        if self.names is None or req.doc_ids:
-            return frozenset()
-        doc_ids, rest = self.names.match(req.question)
-        if not doc_ids:
-            return frozenset()
-        return frozenset(stems(req.question)) - frozenset(stems(rest))
 
     def fiscal_calendar(self, doc_id: str) -> tuple[str, str] | None:
         """A document's fiscal year and the calendar year it ends in, if they differ (its card)."""
@@ -305,7 +306,7 @@ class Retriever:
         """Search with the request's filters and answer from the hits."""
         started = time.perf_counter()
         ranked = self.ranked(req.question, req.top_k, search_filter(req))
-        scored, failure = ranked
+        scored, failure = ranked.hits, ranked.rerank_error
         answer = extractive_answer(
             req.question, scored, embedder=self.embedder, options=self.answer_options(req, ranked)
         )

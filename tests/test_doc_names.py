@@ -111,8 +111,9 @@ def test_named_documents_come_first_and_a_filter_wins(tmp_path: Path) -> None:
 
     plain = Retriever(embedder, store).search(question, 3)
     assert plain[0].chunk.doc_id == other  # the text of the other filing matches better
-    first = Retriever(embedder, store, names=names).search(question, 3)
-    assert [h.chunk.doc_id for h in first] == [named, other, other]
+    first = Retriever(embedder, store, names=names).ranked(question, 3)
+    assert [h.chunk.doc_id for h in first.hits] == [named, other, other]
+    assert first.names is not None and first.names.doc_ids == [named]  # the answer reuses it
 
     chosen = SearchFilter(doc_ids=[other])
     filtered = Retriever(embedder, store, names=names).search(question, 3, chosen)
