@@ -66,6 +66,7 @@ TABLE_REACH = 4  # row-group chunks of a table on either side of a hit that its 
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
 _MEET = 1.5
+_QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
 _WHEN = frozenset(stems("period year fiscal quarter month annual end ended ending beginning"))
 RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
@@ -192,10 +193,11 @@ def _meet(
     n = len(sentences)
 
     def label_weight(cell: TableCellText) -> float:
-        words = stems(cell.label)
+        words = stems(cell.label, keep_stopwords=True)  # "Other, net" is no one-word label
         label = set(words)
         matched = label & measure
-        head = bool(words) and words[-1] in measure
+        named = [w for w in words if w not in _QUALIFIERS]  # "Receivables, net" counts receivables
+        head = bool(named) and named[-1] in measure
         if len(matched) < min(2, len(label)) and not head:  # another single word is no match
             return 0.0
         return sum(math.log(1.0 + n / df[t]) for t in matched if df[t])

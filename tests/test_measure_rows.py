@@ -169,3 +169,24 @@ def test_a_fiscal_quarter_meets_the_column_dated_in_its_calendar_year() -> None:
     calendar = AnswerOptions(fiscal_calendar=lambda _doc_id: card.fiscal_calendar)
     first = _first(question, QUARTER, options=calendar)
     assert first.startswith("Accounts payable, July 29, 2023: 5,471")
+
+
+QUALIFIED = _table(
+    "Condensed Consolidated Statements",
+    ["", "2023", "2022"],
+    [
+        ["Receivables, net", "1,875", "1,935"],
+        ["Other, net", "11", "(54)"],
+        ["Short-term debt", "48", "136"],
+        ["Long-term debt", "6,840", "6,340"],
+    ],
+)
+
+
+def test_a_rows_qualifier_names_no_measure() -> None:
+    """ "Receivables, net" counts receivables, and "Other, net" counts nothing a question of
+    net debt asks for: "net" qualifies a row, it does not name what the row counts."""
+    assert _first("What were receivables in 2023?", QUALIFIED).startswith(
+        "Receivables, net, 2023: 1,875"
+    )
+    assert "debt" in _first("What was net debt in 2023?", QUALIFIED)
