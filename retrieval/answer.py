@@ -12,9 +12,9 @@ documents do not answer the question.
 
 Table rows are never quoted as rows: each value cell is a candidate of its own, in words ("Net
 sales, 2023: 14,694 (in millions)", `retrieval.cells`), cited to the cell's box. A candidate
-where the question's measure and period meet (a sentence naming both; a cell whose row label
-holds a question term and whose column header names the question's year) weighs `_MEET` times
-as much.
+where the question's measure and period meet (a sentence naming the year and the measure best
+among the sentences; a cell whose column header names the year and whose row label names the
+measure best among such cells) weighs `_MEET` times as much.
 """
 
 from __future__ import annotations
@@ -164,15 +164,16 @@ def _meet(
     fiscal_calendar: Callable[[str], tuple[str, str] | None] | None = None,
 ) -> list[float]:
     """`_MEET` for a candidate where the question's measure and period meet, else 1: a
-    sentence naming the question's year and another measure term; a cell whose column header
-    names the year and whose row label holds the measure's terms best among such cells (two
-    of them at least, all of a one-word label, or the label's last word, which names what a
-    row counts: "Merchandise inventories"; weighed by IDF over the candidates). The measure is
-    the question's `measure_text` (no statement it names, a line item's other names) without
-    its years, the words of a period ("year end", "period") and the `ignored` name terms: the
-    company a filing is about names every row of it. In a document whose fiscal year is not
-    the calendar year it ends in (`fiscal_calendar`), a column dated in that calendar year is
-    dated in the fiscal year too ("July 29, 2023" is Q2 FY2024 at Best Buy)."""
+    sentence naming the question's year and the measure's terms best among the sentences (a
+    report's year beside one word of the measure is not where they meet); a cell whose column
+    header names the year and whose row label holds the measure's terms best among such cells
+    (two of them at least, all of a one-word label, or the label's last word, which names what
+    a row counts: "Merchandise inventories"). Terms are weighed by IDF over the candidates. The
+    measure is the question's `measure_text` (no statement it names, a line item's other names)
+    without its years, the words of a period ("year end", "period") and the `ignored` name
+    terms: the company a filing is about names every row of it. In a document whose fiscal
+    year is not the calendar year it ends in (`fiscal_calendar`), a column dated in that
+    calendar year is dated in the fiscal year too ("July 29, 2023" is Q2 FY2024 at Best Buy)."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
@@ -206,12 +207,19 @@ def _meet(
         s.cell for s in sentences if s.cell is not None and periods(s.cell.header) & years_of(s)
     ]
     best = max((label_weight(c) for c in dated), default=0.0)
+
+    def measure_weight(s: _Sentence) -> float:
+        return sum(math.log(1.0 + n / df[t]) for t in s.terms & measure if df[t])
+
+    worded = max((measure_weight(s) for s in sentences if s.cell is None), default=0.0)
     factors = []
     for s in sentences:
         if s.cell is not None:
             meets = s.cell in dated and best > 0 and label_weight(s.cell) >= best - 1e-9
         else:
-            meets = bool(periods(s.text) & years and s.terms & measure)
+            meets = bool(periods(s.text) & years and s.terms & measure) and (
+                measure_weight(s) >= worded - 1e-9
+            )
         factors.append(_MEET if meets else 1.0)
     return factors
 

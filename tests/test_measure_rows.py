@@ -190,3 +190,35 @@ def test_a_rows_qualifier_names_no_measure() -> None:
         "Receivables, net, 2023: 1,875"
     )
     assert "debt" in _first("What was net debt in 2023?", QUALIFIED)
+
+
+def _paragraph(heading: str, lines: Sequence[str]) -> Chunk:
+    """The one chunk of a page holding a heading and a paragraph of `lines`."""
+    blocks = [one_line_block("p1-b0", BlockType.section_header, (72, 90, 300, 104), heading)]
+    blocks += [
+        one_line_block(f"p1-b{i}", BlockType.text, (72, 110 + 16 * i, 500, 122 + 16 * i), line)
+        for i, line in enumerate(lines, 1)
+    ]
+    document = one_page_document(blocks, doc_id="r" * 64, source="report.pdf")
+    [chunk] = [c for c in chunk_document(document, count_tokens=lambda t: len(t.split()))]
+    return chunk
+
+
+ECONOMY = _paragraph(
+    "General economic environment",
+    [
+        "Against a forecast GDP growth of 6.7%, India achieved a GDP growth of 4.3%.",
+        "Agricultural output recorded one of the sharpest declines of the last 20 years.",
+        "Industry recovered in 2002-03 and recorded an overall growth of 5.7%.",
+    ],
+)
+
+
+def test_a_sentence_meets_when_it_names_the_measure_best() -> None:
+    """The report's year in a sentence with one word of the measure ("growth") does not make
+    it the sentence where measure and period meet, since another names more of the measure:
+    the one naming the forecast, GDP and India answers, though it names no year."""
+    question = (
+        "What was the shortfall in India's GDP growth from 2002 to 2003 compared to the forecast?"
+    )
+    assert _first(question, ECONOMY).startswith("Against a forecast GDP growth of 6.7%")
