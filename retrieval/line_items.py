@@ -58,6 +58,8 @@ _MEASURES: dict[str, str] = {
 _ALIASES: dict[str, str] = {
     r"capital expenditures?|\bcapex\b": "purchases of property plant and equipment",
     r"\bCOGS\b": _COST,
+    r"\btop[- ]?line\b": _SALES,
+    r"\bbottom[- ]?line\b": "net income",
 }
 _STATEMENTS: dict[str, str] = {
     r"balance sheets?|statements? of financial position": (

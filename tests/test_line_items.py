@@ -37,6 +37,9 @@ OTHER = [
         ("FY2019 cash conversion cycle (CCC) for General Mills?", "accounts payable"),
         ("What is the FY2018 capex amount for 3M?", "purchases of property plant and equipment"),
         ("Using the statement of financial position, what is ...", "total current assets"),
+        ("Which region had the worst topline performance in 2022?", "net sales"),
+        ("Which category performed best (by top line)?", "revenues"),
+        ("How did the bottom line change in 2022?", "net income"),
     ],
 )
 def test_a_named_measure_brings_its_line_items(question: str, expected: str) -> None:
@@ -44,7 +47,10 @@ def test_a_named_measure_brings_its_line_items(question: str, expected: str) -> 
     assert with_line_items(question).startswith(question)
 
 
-@pytest.mark.parametrize("question", ["Which road leads to the museum?", "Who founded it?"])
+@pytest.mark.parametrize(
+    "question",
+    ["Which road leads to the museum?", "Who founded it?", "Sign on the bottom lines below."],
+)
 def test_words_that_merely_contain_a_measure_add_nothing(question: str) -> None:
     assert with_line_items(question) == question
 
