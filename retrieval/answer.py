@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ocr_engine.geometry import union
 from retrieval.cells import TableCellText, is_table_row, periods, table_cells
 from retrieval.evidence import Evidence, locate
-from retrieval.line_items import measure_text, with_line_items
+from retrieval.line_items import measure_text, other_names, with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
 from retrieval.schema import TABLE_ROWS_KIND, Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
@@ -67,7 +67,7 @@ _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header
 _ORDINAL = re.compile(r"\d+$")
 _MEET = 1.5
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
-_WHEN = frozenset(stems("period year fiscal quarter month annual end ended ending beginning"))
+_WHEN = frozenset(stems("period year fiscal fy quarter month annual end ended ending beginning"))
 RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
 PageRange = tuple[int | None, int | None]
@@ -169,15 +169,19 @@ def _meet(
     header names the year and whose row label holds the measure's terms best among such cells
     (two of them at least, all of a one-word label, or the label's last word, which names what
     a row counts: "Merchandise inventories"). Terms are weighed by IDF over the candidates. The
-    measure is the question's `measure_text` (no statement it names, a line item's other names)
-    without its years, the words of a period ("year end", "period") and the `ignored` name
-    terms: the company a filing is about names every row of it. In a document whose fiscal
-    year is not the calendar year it ends in (`fiscal_calendar`), a column dated in that
-    calendar year is dated in the fiscal year too ("July 29, 2023" is Q2 FY2024 at Best Buy)."""
+    measure is the question's `measure_text` (no statement it names) without its years, the
+    words of a period ("year end", "period") and the `ignored` name terms (the company a filing
+    is about names every row of it), and the `other_names` of a line item it names, which a row
+    label counts only whole ("Gross property, plant and equipment" is no capex). In a document
+    whose fiscal year is not the calendar year it ends in (`fiscal_calendar`), a column dated
+    in that calendar year is dated in the fiscal year too ("July 29, 2023" is Q2 FY2024 at Best
+    Buy)."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
-    measure = set(stems(measure_text(question))) - years - _WHEN - ignored
+    own = set(stems(measure_text(question))) - years - _WHEN - ignored
+    names = [frozenset(stems(name)) for name in other_names(question)]
+    measure = own.union(*names)
     calendars = (
         {d: fiscal_calendar(d) for d in {h.chunk.doc_id for h in hits}} if fiscal_calendar else {}
     )
@@ -196,9 +200,10 @@ def _meet(
     def label_weight(cell: TableCellText) -> float:
         words = stems(cell.label, keep_stopwords=True)  # "Other, net" is no one-word label
         label = set(words)
-        matched = label & measure
+        counted = own.union(*(name for name in names if name <= label))  # another name, whole
+        matched = label & counted
         named = [w for w in words if w not in _QUALIFIERS]  # "Receivables, net" counts receivables
-        head = bool(named) and named[-1] in measure
+        head = bool(named) and named[-1] in counted
         if len(matched) < min(2, len(label)) and not head:  # another single word is no match
             return 0.0
         return sum(math.log(1.0 + n / df[t]) for t in matched if df[t])

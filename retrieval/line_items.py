@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["line_items", "measure_text", "with_line_items"]
+__all__ = ["line_items", "measure_text", "other_names", "with_line_items"]
 
 _CURRENT = "total current assets total current liabilities"
 _CASH = "cash and cash equivalents short-term investments"
-_SALES = "revenues net sales"
-_COST = "cost of sales cost of goods sold cost of revenue"
+_SALES_NAMES = ("revenues", "net sales")
+_COST_NAMES = ("cost of sales", "cost of goods sold", "cost of revenue")
+_SALES = " ".join(_SALES_NAMES)
+_COST = " ".join(_COST_NAMES)
 _EQUITY = "total shareholders equity"
 
 _MEASURES: dict[str, str] = {
@@ -54,12 +56,12 @@ _MEASURES: dict[str, str] = {
     r"asset turnover": f"{_SALES} total assets",
     r"dividend payout": "dividends net income",
 }
-# measures that are a line item themselves, under other names
-_ALIASES: dict[str, str] = {
-    r"capital expenditures?|\bcapex\b": "purchases of property plant and equipment",
-    r"\bCOGS\b": _COST,
-    r"\btop[- ]?line\b": _SALES,
-    r"\bbottom[- ]?line\b": "net income",
+# measures that are a line item themselves, under other names (each a row label's words whole)
+_ALIASES: dict[str, tuple[str, ...]] = {
+    r"capital expenditures?|\bcapex\b": ("purchases of property plant and equipment",),
+    r"\bCOGS\b": _COST_NAMES,
+    r"\btop[- ]?line\b": _SALES_NAMES,
+    r"\bbottom[- ]?line\b": ("net income",),
 }
 _STATEMENTS: dict[str, str] = {
     r"balance sheets?|statements? of financial position": (
@@ -78,9 +80,13 @@ def _compiled(glossary: dict[str, str]) -> list[tuple[re.Pattern[str], str]]:
     return [(re.compile(p, re.IGNORECASE), items) for p, items in glossary.items()]
 
 
-_ALIAS_PATTERNS = _compiled(_ALIASES)
+_ALIAS_PATTERNS = [(re.compile(p, re.IGNORECASE), names) for p, names in _ALIASES.items()]
 _STATEMENT_PATTERNS = _compiled(_STATEMENTS)
-_PATTERNS = _compiled(_MEASURES) + _ALIAS_PATTERNS + _STATEMENT_PATTERNS
+_PATTERNS = (
+    _compiled(_MEASURES)
+    + [(pattern, " ".join(names)) for pattern, names in _ALIAS_PATTERNS]
+    + _STATEMENT_PATTERNS
+)
 
 
 def line_items(question: str) -> list[str]:
@@ -95,12 +101,18 @@ def with_line_items(question: str) -> str:
 
 
 def measure_text(question: str) -> str:
-    """What the question asks to be counted, as a row label would name it: its words without
-    the statements it names (the statement a figure is read from is not the figure: "net income"
-    is no answer to "the COGS from the income statement"), followed by the other names of a
-    measure that is a line item itself ("cost of revenue" for COGS). A ratio's line items are
-    left out: it is computed from several rows, none of which is the answer."""
+    """What the question asks to be counted, in its own words: the question without the
+    statements it names (the statement a figure is read from is not the figure: "net income"
+    is no answer to "the COGS from the income statement"). A ratio's line items are left out:
+    it is computed from several rows, none of which is the answer."""
     for pattern, _ in _STATEMENT_PATTERNS:
         question = pattern.sub(" ", question)
-    items = [items for pattern, items in _ALIAS_PATTERNS if pattern.search(question)]
-    return " ".join([question, *items])
+    return question
+
+
+def other_names(question: str) -> list[str]:
+    """The other names of each measure the question names that is a line item itself, each a
+    row label's words whole ("cost of revenue" for COGS; "purchases of property plant and
+    equipment" for capex, of which "Gross property, plant and equipment" holds no name)."""
+    named = [names for pattern, names in _ALIAS_PATTERNS if pattern.search(question)]
+    return [name for names in named for name in names]

@@ -14,7 +14,7 @@ from ocr_engine.schema import BlockType
 from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.doc_card import DocumentCard
 from retrieval.embedder import SentenceTransformerEmbedder
-from retrieval.line_items import measure_text
+from retrieval.line_items import measure_text, other_names
 from retrieval.schema import Chunk, ScoredChunk
 from retrieval.text_terms import stems
 
@@ -74,7 +74,7 @@ def test_the_statement_named_is_not_the_measure_and_cogs_is_the_cost_of_revenue(
     measure; the row is "Total cost of revenue", COGS under another name, though four other
     cells of the column rank above it by the question's words."""
     assert "income" not in measure_text("the COGS, from the statement of income")
-    assert "cost of revenue" in measure_text("the COGS, from the statement of income")
+    assert "cost of revenue" in other_names("the COGS, from the statement of income")
     question = (
         "What is the FY2016 COGS for Microsoft? Please state answer in USD millions. "
         "Provide a response by primarily using the statement of income."
@@ -222,3 +222,29 @@ def test_a_sentence_meets_when_it_names_the_measure_best() -> None:
         "What was the shortfall in India's GDP growth from 2002 to 2003 compared to the forecast?"
     )
     assert _first(question, ECONOMY).startswith("Against a forecast GDP growth of 6.7%")
+
+
+PLANT_ONLY = _table(
+    "Supplemental Balance Sheet Information",
+    ["", "2018", "2017"],
+    [
+        ["Land", "340", "348"],
+        ["Buildings and leasehold improvements", "7,517", "7,681"],
+        ["Machinery and equipment", "15,680", "15,907"],
+        ["Gross property, plant and equipment", "24,873", "25,313"],
+        ["Accumulated depreciation", "(16,135)", "(16,048)"],
+        ["Property, plant and equipment - net", "8,738", "8,866"],
+    ],
+)
+
+
+def test_another_name_of_the_measure_counts_only_whole() -> None:
+    """Capex is "purchases of property, plant and equipment": a row holding three of its four
+    words (the gross or net plant) is no capital expenditure, and the sentence naming capital
+    spending answers instead of a confident wrong number."""
+    spending = _paragraph(
+        "Capital Spending",
+        ["In 2018, capital spending was $1,577 million, most of it in the United States."],
+    )
+    question = "What is the FY2018 capital expenditure amount for 3M?"
+    assert _first(question, PLANT_ONLY, spending).startswith("In 2018, capital spending")
