@@ -65,8 +65,15 @@ FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
 TABLE_REACH = 4  # row-group chunks of a table on either side of a hit that its answer reads
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
+_PARENTHESES = re.compile(r"\([^()]*\)")
+_PART_OF_YEAR = re.compile(
+    r"\b(?:three|six|nine|3|6|9|13|26|39)[- ](?:months?|weeks?)\b|\bquarters?\b|\bQ[1-4]\b"
+    r"|\bH[12]\b|\b(?:first|second|third|fourth) half\b",
+    re.IGNORECASE,
+)
 _MEET = 1.5
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
+_WHOLE = frozenset(stems("total worldwide consolidated combined"))  # a column of the whole
 _WHEN = frozenset(stems("period year fiscal fy quarter month annual end ended ending beginning"))
 RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
@@ -211,22 +218,53 @@ def _meet(
     dated = [
         s.cell for s in sentences if s.cell is not None and periods(s.cell.header) & years_of(s)
     ]
+    if not _PART_OF_YEAR.search(question):  # a question naming no quarter asks for the year
+        dated = [c for c in dated if not _PART_OF_YEAR.search(c.header)] or dated
     best = max((label_weight(c) for c in dated), default=0.0)
 
     def measure_weight(s: _Sentence) -> float:
         return sum(math.log(1.0 + n / df[t]) for t in s.terms & measure if df[t])
 
     worded = max((measure_weight(s) for s in sentences if s.cell is None), default=0.0)
+    named_row = [
+        i
+        for i, s in enumerate(sentences)
+        if s.cell is not None
+        and s.cell in dated
+        and best > 0
+        and label_weight(s.cell) >= best - 1e-9
+    ]
+    asked = set(stems(question)) - years - _WHEN - ignored
+    cells_met = _columns_asked(sentences, named_row, asked)
     factors = []
-    for s in sentences:
+    for i, s in enumerate(sentences):
         if s.cell is not None:
-            meets = s.cell in dated and best > 0 and label_weight(s.cell) >= best - 1e-9
+            meets = i in cells_met
         else:
             meets = bool(periods(s.text) & years and s.terms & measure) and (
                 measure_weight(s) >= worded - 1e-9
             )
         factors.append(_MEET if meets else 1.0)
     return factors
+
+
+def _columns_asked(sentences: list[_Sentence], cells: list[int], asked: set[str]) -> set[int]:
+    """Of the `cells` (indices of cells that meet by row and period), in each row those of the
+    column the question names (a word of its header that the question `asked` beyond its period:
+    "Asia"), else of the whole (a "Total" or "Worldwide" column: a question naming no part asks
+    for the whole), else all of them."""
+    rows: dict[tuple[int, int], list[tuple[int, set[str]]]] = {}
+    for i in cells:
+        cell = sentences[i].cell
+        assert cell is not None
+        head = set(stems(_PARENTHESES.sub(" ", cell.header)))  # "(in thousands)" is no column
+        rows.setdefault((sentences[i].hit, cell.line), []).append((i, head))
+    kept: set[int] = set()
+    for row in rows.values():
+        named = [i for i, head in row if head & asked]
+        whole = [i for i, head in row if head & _WHOLE]
+        kept.update(named or whole or [i for i, _ in row])
+    return kept
 
 
 def _on_pages(chunk: Chunk, start: int, end: int, low: int | None, high: int | None) -> bool:
@@ -367,11 +405,13 @@ def cite(
 def _cell_evidence(
     chunk: Chunk, cell: TableCellText, options: AnswerOptions
 ) -> tuple[Evidence, str]:
-    """Where a table cell is (its box, else its row's) and its words."""
+    """Where a table cell is (its box, else its row's; its preview shows the row, label
+    included) and its words."""
     line = chunk.lines[cell.line]
     box = options.layout.cell_box(chunk, line, cell.col) if options.layout else None
     box = box or line.bbox
-    return Evidence(line.page, box, [Region(page=line.page, bbox=box)], [box]), cell.text
+    row = union([line.bbox, box])
+    return Evidence(line.page, box, [Region(page=line.page, bbox=box)], [box], row), cell.text
 
 
 def _located(chunk: Chunk, spans: Sequence[tuple[int, int]]) -> tuple[Evidence, str]:

@@ -4,11 +4,13 @@ each cell in the document JSON.
 
 A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a separator row
 (`| --- |`) are its header (without one, the leading rows whose numbers are all dates or periods,
-at most three: a table whose first row is already figures has no header). A body row's first
+at most four: a table whose first row is already figures has no header). A body row's first
 non-numeric cell is its label; each of its other cells holding a digit is a candidate, with the
 header texts of its column (an empty cell of an upper header row takes the nearest header on its
-left, as a spanning header is written in its first column). The unit is the first parenthesis of
-the table's header or caption lines that names one ("(in millions)", "(Dollars in millions)").
+left, as a spanning header is written in its first column, unless the row heads half the columns
+or more: then it is a wrapped line of the headings, "United" over "States"). The unit is the
+first parenthesis of the table's header or caption lines that names one ("(in millions)",
+"(Dollars in millions)").
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ _PERIOD_NUMBERS = re.compile(
     r"|\b(?:three|six|nine|twelve|3|6|9|12|13|26|39|52|53)\s+(?:months|weeks)\b",
     re.I,
 )
-_MAX_HEADER_ROWS = 3
+_MAX_HEADER_ROWS = 4
 
 
 def _is_header_row(cells: list[str]) -> bool:
@@ -70,16 +72,19 @@ def _split(row: str) -> list[str]:
 
 
 def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
-    """The header text of each column: its header cells top to bottom, upper rows' spans
-    carried right."""
+    """The header text of each column: its header cells top to bottom, the spans of upper
+    rows carried right. An upper row with a heading over fewer than half the columns spans
+    ("Year ended December 31, 2018" over five columns); a fuller one is a heading's wrapped line
+    ("United | Asia | Middle East" over "States | Pacific | & Africa") and carries nothing."""
     per_col: list[list[str]] = [[] for _ in range(n_cols)]
     for depth, row in enumerate(rows):
         carried = ""
+        spans = depth < len(rows) - 1 and 2 * sum(1 for c in row[1:] if c) < n_cols - 1
         for col in range(n_cols):
             text = row[col] if col < len(row) else ""
             if text:
                 carried = text
-            elif depth < len(rows) - 1 and col > 0:
+            elif spans and col > 0:
                 text = carried
             if text and text not in per_col[col]:
                 per_col[col].append(text)

@@ -33,6 +33,8 @@ class Evidence:
     bbox: BBox
     regions: list[Region]
     highlight: list[BBox]
+    context: BBox | None = None
+    """What a preview crop shows around `bbox` (a table cell's row, so that its label shows)."""
 
     def highlight_url(self, doc_id: str) -> str:
         """The image of the first page with the evidence drawn."""
@@ -40,7 +42,9 @@ class Evidence:
 
     def links(self, doc_id: str) -> CitationLinks:
         """Every link a citation of this evidence in document `doc_id` carries (unsigned)."""
-        return citation_links(doc_id, self.page, self.bbox, self.regions, self.highlight)
+        return citation_links(
+            doc_id, self.page, self.bbox, self.regions, self.highlight, crop=self.context
+        )
 
     def followed_by(self, after: Evidence) -> Evidence:
         """This evidence and `after` (what follows it in the document) as one: a region per

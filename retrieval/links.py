@@ -149,10 +149,17 @@ class CitationLinks(TypedDict):
 
 
 def citation_links(
-    doc_id: str, page: int, bbox: BBox, regions: Sequence[Region], highlight: Sequence[BBox]
+    doc_id: str,
+    page: int,
+    bbox: BBox,
+    regions: Sequence[Region],
+    highlight: Sequence[BBox],
+    *,
+    crop: BBox | None = None,
 ) -> CitationLinks:
     """The links of evidence on `page` (boxed by `bbox`, drawn as `highlight`) whose `regions`
-    may run on to other pages, each of which is drawn with its region."""
+    may run on to other pages, each of which is drawn with its region; the crop shows `crop`
+    (a cell's row) where given, else `bbox`."""
     pages = [PageHighlight(page=page, highlight_url=page_image_url(doc_id, page, highlight))]
     for region in regions:
         if region.page != page:
@@ -162,7 +169,7 @@ def citation_links(
         "page_image_url": page_image_url(doc_id, page),
         "highlight_url": pages[0].highlight_url,
         "viewer_url": viewer_url(doc_id, page, highlight),
-        "crop_url": crop_url(doc_id, page, bbox, highlight),
+        "crop_url": crop_url(doc_id, page, crop or bbox, highlight),
         "page_highlights": pages,
         "page_url_template": page_url_template(doc_id),
     }

@@ -151,7 +151,9 @@ class Citation(BaseModel):
     page_image_url: str
     highlight_url: str
     viewer_url: str
-    crop_url: str = Field(description="the image of `bbox` with a margin, the evidence drawn")
+    crop_url: str = Field(
+        description="the image of `bbox` (a cell's whole row) with a margin, the evidence drawn"
+    )
     page_highlights: list[PageHighlight] = Field(
         default_factory=list,
         description="each page of `regions` with its evidence drawn (`page` first)",

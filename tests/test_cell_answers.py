@@ -4,6 +4,7 @@ written in words and cited to the cell's own box, never a raw markdown row."""
 from __future__ import annotations
 
 from functools import cache
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -13,6 +14,7 @@ from ocr_engine.schema import BlockType, Document
 from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.cells import periods, table_cells
 from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.links import highlight_of, parse_boxes
 from retrieval.page_layout import PageLayouts
 from retrieval.schema import Chunk, ScoredChunk
 
@@ -95,6 +97,11 @@ def test_the_cell_of_the_measure_and_period_is_the_answer_and_is_boxed(embedded:
     assert first.bbox == _cell_box(3, 2)  # the cell, not its row
     assert [r.bbox for r in first.regions] == [_cell_box(3, 2)]
     assert first.page == 1
+    # the preview crop shows the row, so that the label says what the number is; it draws the cell
+    assert parse_boxes(dict(parse_qsl(urlsplit(first.crop_url).query))["bbox"]) == [
+        (_cell_box(3, 0)[0], _cell_box(3, 2)[1], _cell_box(3, 3)[2], _cell_box(3, 2)[3])
+    ]
+    assert highlight_of(first.crop_url) == [_cell_box(3, 2)]
 
 
 def test_answers_never_hold_a_raw_markdown_row() -> None:

@@ -248,3 +248,35 @@ def test_another_name_of_the_measure_counts_only_whole() -> None:
     )
     question = "What is the FY2018 capital expenditure amount for 3M?"
     assert _first(question, PLANT_ONLY, spending).startswith("In 2018, capital spending")
+
+
+GEOGRAPHY = [
+    ["", "", "Year ended December 31, 2018", "", "", "", ""],
+    ["", "", "", "Europe,", "Latin", "", ""],
+    ["", "United", "Asia", "Middle East", "America/", "Other", ""],
+    ["", "States", "Pacific", "& Africa", "Canada", "Unallocated", "Worldwide"],
+    ["Net sales (millions)", "$ 12,840", "$ 10,254", "$ 6,654", "$ 3,024", "$ (7)", "$ 32,765"],
+    ["% of worldwide sales", "39.2 %", "31.3 %", "20.3 %", "9.2 %", "—", "100.0 %"],
+]
+GEOGRAPHY_EDGES = (57.0, 300.0, 340.0, 380.0, 420.0, 460.0, 500.0, 540.0)
+
+
+def test_a_question_naming_no_part_asks_for_the_whole() -> None:
+    """A row of regions under a four-line heading: the heading's wrapped lines name each
+    column ("Asia" over "Pacific"), only its sparse top line spans; "net sales in 2018" is the
+    worldwide figure of the year, not a region's, nor the fourth quarter's; "in Asia Pacific"
+    is that column."""
+    year = _table(
+        "Year 2018 sales by geographic area", GEOGRAPHY[0], GEOGRAPHY[1:], GEOGRAPHY_EDGES
+    )
+    quarter_rows = [[c.replace("$ 32,765", "$ 7,945") for c in row] for row in GEOGRAPHY[1:]]
+    quarter_header = ["", "", "Three months ended December 31, 2018", "", "", "", ""]
+    quarter = _table("Fourth-quarter sales", quarter_header, quarter_rows, GEOGRAPHY_EDGES)
+    quarter = quarter.model_copy(update={"chunk_id": "c0007"})
+
+    whole = _first("What were 3M net sales in 2018?", quarter, year)
+    assert whole.startswith("Net sales (millions), Year ended December 31, 2018")
+    assert "Worldwide: $ 32,765" in whole
+    assert "Other" not in whole  # "United | Asia | … | Other" is a wrapped line: it spans nothing
+    asia = _first("What were net sales in Asia Pacific in 2018?", year)
+    assert "Asia, Pacific: $ 10,254" in asia
