@@ -28,13 +28,17 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 DataDir = Annotated[
     Path | None,
-    typer.Option("--data-dir", help="where the index and documents live [env FOLIO_DATA_DIR]"),
+    typer.Option(
+        "--data-dir",
+        help="where the index and documents live (default ./data; env FOLIO_DATA_DIR)",
+    ),
 ]
 Ocr = Annotated[
     str | None,
     typer.Option(
         "--ocr",
-        help="auto: OCR pages without a trustworthy text layer; always; never [env FOLIO_OCR]",
+        help="auto: OCR pages without a trustworthy text layer; always; never "
+        "(default auto; env FOLIO_OCR)",
     ),
 ]
 OcrUrl = Annotated[
@@ -42,7 +46,7 @@ OcrUrl = Annotated[
     typer.Option(
         "--ocr-url",
         help="OpenAI-compatible OCR endpoints (vLLM + DeepSeek-OCR), comma-separated; "
-        "none: CPU OCR [env FOLIO_OCR_URL]",
+        "none: CPU OCR (env FOLIO_OCR_URL)",
     ),
 ]
 
@@ -283,8 +287,8 @@ def _answer_locally(services: Any, request: Any) -> Any:
 def serve(
     data_dir: DataDir = None,
     watch: Annotated[Path | None, typer.Option("--watch", help="folder to ingest from")] = None,
-    host: Annotated[str | None, typer.Option(help="[env FOLIO_HOST, default 127.0.0.1]")] = None,
-    port: Annotated[int | None, typer.Option(help="[env FOLIO_PORT, default 8000]")] = None,
+    host: Annotated[str | None, typer.Option(help="(default 127.0.0.1; env FOLIO_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="(default 8000; env FOLIO_PORT)")] = None,
     ocr: Ocr = None,
     ocr_url: OcrUrl = None,
 ) -> None:

@@ -63,3 +63,16 @@ def test_when_answer_sentences_are_embedded_is_a_setting(monkeypatch: pytest.Mon
     monkeypatch.setenv("FOLIO_ANSWER_SENTENCES", "always")
     with pytest.raises(ValueError, match="answer_sentences"):
         Settings()
+
+
+def test_help_says_each_options_default_and_environment_variable() -> None:
+    """`--help` shows where an option falls back to (rich markup once ate "[env …]" whole); the
+    defaults it names are the settings' own."""
+    result = CliRunner().invoke(cli_app, ["serve", "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    shown = {"data_dir": "./data", "host": "127.0.0.1", "port": "8000", "ocr": "auto"}
+    for name, text in shown.items():
+        assert f"(default {text}; env FOLIO_{name.upper()})" in result.output, name
+        default = Settings.model_fields[name].default
+        assert Path(text) == default if name == "data_dir" else str(default) == text, name
+    assert "(env FOLIO_OCR_URL)" in result.output
