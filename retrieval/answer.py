@@ -186,7 +186,7 @@ def _meet(
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
-    own = set(stems(measure_text(question))) - years - _WHEN - ignored
+    own = set(stems(_PART_OF_YEAR.sub(" ", measure_text(question)))) - years - _WHEN - ignored
     names = [frozenset(stems(name)) for name in other_names(question)]
     measure = own.union(*names)
     calendars = (
