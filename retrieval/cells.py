@@ -8,7 +8,8 @@ at most four: a table whose first row is already figures has no header). A body 
 non-numeric cell is its label; each of its other cells holding a digit is a candidate, with the
 header texts of its column (an empty cell of an upper header row takes the nearest header on its
 left, as a spanning header is written in its first column, unless the row heads half the columns
-or more: then it is a wrapped line of the headings, "United" over "States"). The unit is the
+or more, or the header stands right beside another: then it is a wrapped line of the headings,
+"United" over "States"). The unit is the
 first parenthesis of the table's header or caption lines that names one ("(in millions)",
 "(Dollars in millions)").
 """
@@ -75,7 +76,8 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
     """The header text of each column: its header cells top to bottom, the spans of upper
     rows carried right. An upper row with a heading over fewer than half the columns spans
     ("Year ended December 31, 2018" over five columns); a fuller one is a heading's wrapped line
-    ("United | Asia | Middle East" over "States | Pacific | & Africa") and carries nothing."""
+    ("United | Asia | Middle East" over "States | Pacific | & Africa") and carries nothing, as
+    a heading right beside another does not ("Europe, | Latin": two wrapped first lines)."""
     per_col: list[list[str]] = [[] for _ in range(n_cols)]
     for depth, row in enumerate(rows):
         carried = ""
@@ -83,7 +85,8 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
         for col in range(n_cols):
             text = row[col] if col < len(row) else ""
             if text:
-                carried = text
+                beside = col > 1 and col - 1 < len(row) and bool(row[col - 1])
+                carried = "" if beside else text
             elif spans and col > 0:
                 text = carried
             if text and text not in per_col[col]:

@@ -278,5 +278,6 @@ def test_a_question_naming_no_part_asks_for_the_whole() -> None:
     assert whole.startswith("Net sales (millions), Year ended December 31, 2018")
     assert "Worldwide: $ 32,765" in whole
     assert "Other" not in whole  # "United | Asia | … | Other" is a wrapped line: it spans nothing
+    assert "Latin" not in whole  # nor does "Latin", right beside "Europe,"
     asia = _first("What were net sales in Asia Pacific in 2018?", year)
     assert "Asia, Pacific: $ 10,254" in asia
