@@ -5,7 +5,9 @@ each cell in the document JSON.
 A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a separator row
 (`| --- |`) are its header (without one, the leading rows whose numbers are all dates or periods,
 at most four: a table whose first row is already figures has no header). A body row's first
-non-numeric cell is its label; each of its other cells holding a digit is a candidate, with the
+non-numeric cell is its label (with the label of a figureless row before it, when it starts in
+lower case: a label wrapped onto the next line); each of its other cells holding a digit is a
+candidate, with the
 header texts of its column (an empty cell of an upper header row takes the nearest header on its
 left, as a spanning header is written in its first column, unless the row heads half the columns
 or more, or the header stands right beside another: then it is a wrapped line of the headings,
@@ -123,15 +125,18 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     unit = found.group(1).strip() if found else ""
     body = rows[n_header + (separator is not None) :]
     out = []
+    wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     for index, cells in body:
         label = next((c for c in cells if c and not _NUMERIC.match(c)), "")
         if not label:
+            wrapped = ""
             continue
         start = cells.index(label) + 1
-        for col in range(start, len(cells)):
-            value = cells[col]
-            if value and any(ch.isdigit() for ch in value):
-                out.append(TableCellText(index, col, label, headers[col], value, unit))
+        values = [c for c in range(start, len(cells)) if any(ch.isdigit() for ch in cells[c])]
+        shown = f"{wrapped} {label}" if wrapped and label[0].islower() else label
+        for col in values:
+            out.append(TableCellText(index, col, shown, headers[col], cells[col], unit))
+        wrapped = label if not values else ""
     return out
 
 

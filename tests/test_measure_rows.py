@@ -12,6 +12,7 @@ from doubles.builders import one_line_block, one_page_document, table_block
 from ingest.chunker import chunk_document
 from ocr_engine.schema import BlockType
 from retrieval.answer import AnswerOptions, extractive_answer
+from retrieval.cells import table_cells
 from retrieval.doc_card import DocumentCard
 from retrieval.embedder import SentenceTransformerEmbedder
 from retrieval.line_items import measure_text, other_names
@@ -281,3 +282,22 @@ def test_a_question_naming_no_part_asks_for_the_whole() -> None:
     assert "Latin" not in whole  # nor does "Latin", right beside "Europe,"
     asia = _first("What were net sales in Asia Pacific in 2018?", year)
     assert "Asia, Pacific: $ 10,254" in asia
+
+
+def test_a_row_label_wrapped_onto_the_next_line_is_read_whole() -> None:
+    """A label too long for its column goes on in the next row, which holds the figures: the
+    cell is labelled with all of it, not with its last line ("customers" alone is no row)."""
+    chunk = _table(
+        "Consolidated Statements of Cash Flows",
+        ["", "2023", "2022"],
+        [
+            ["Depreciation and amortization", "918", "869"],
+            ["Additions to property and equipment, net of non-cash", "", ""],
+            ["capital expenditures", "(930)", "(737)"],
+            ["Purchases of investments", "(46)", "(233)"],
+        ],
+    )
+    labels = {cell.label for cell in table_cells(chunk)}
+    assert "Additions to property and equipment, net of non-cash capital expenditures" in labels
+    assert "capital expenditures" not in labels
+    assert "Purchases of investments" in labels  # a capitalised label starts a row of its own
