@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -204,6 +204,9 @@ def _meet(
     df = Counter(t for s in sentences for t in s.terms & measure)
     n = len(sentences)
 
+    def weight(terms: Iterable[str]) -> float:
+        return sum(math.log(1.0 + n / df[t]) for t in terms if df[t])
+
     def label_weight(cell: TableCellText) -> float:
         words = stems(cell.label, keep_stopwords=True)  # "Other, net" is no one-word label
         label = set(words)
@@ -213,37 +216,26 @@ def _meet(
         head = bool(named) and named[-1] in counted
         if len(matched) < min(2, len(label)) and not head:  # another single word is no match
             return 0.0
-        return sum(math.log(1.0 + n / df[t]) for t in matched if df[t])
+        return weight(matched)
 
-    dated = [
-        s.cell for s in sentences if s.cell is not None and periods(s.cell.header) & years_of(s)
-    ]
+    cells = {i: s.cell for i, s in enumerate(sentences) if s.cell is not None}
+    dated = {i: c for i, c in cells.items() if periods(c.header) & years_of(sentences[i])}
     if not _PART_OF_YEAR.search(question):  # a question naming no quarter asks for the year
-        dated = [c for c in dated if not _PART_OF_YEAR.search(c.header)] or dated
-    best = max((label_weight(c) for c in dated), default=0.0)
-
-    def measure_weight(s: _Sentence) -> float:
-        return sum(math.log(1.0 + n / df[t]) for t in s.terms & measure if df[t])
-
-    worded = max((measure_weight(s) for s in sentences if s.cell is None), default=0.0)
-    named_row = [
-        i
-        for i, s in enumerate(sentences)
-        if s.cell is not None
-        and s.cell in dated
-        and best > 0
-        and label_weight(s.cell) >= best - 1e-9
-    ]
+        dated = {i: c for i, c in dated.items() if not _PART_OF_YEAR.search(c.header)} or dated
+    labelled = {i: label_weight(c) for i, c in dated.items()}
+    best = max(labelled.values(), default=0.0)
+    named_row = [i for i, w in labelled.items() if best > 0 and w >= best - 1e-9]
     asked = set(stems(question)) - years - _WHEN - ignored
     cells_met = _columns_asked(sentences, named_row, asked)
+    worded = [weight(s.terms & measure) if s.cell is None else 0.0 for s in sentences]
+    most = max(worded, default=0.0)
     factors = []
     for i, s in enumerate(sentences):
         if s.cell is not None:
             meets = i in cells_met
         else:
-            meets = bool(periods(s.text) & years and s.terms & measure) and (
-                measure_weight(s) >= worded - 1e-9
-            )
+            dated_text = bool(periods(s.text) & years and s.terms & measure)
+            meets = dated_text and worded[i] >= most - 1e-9
         factors.append(_MEET if meets else 1.0)
     return factors
 

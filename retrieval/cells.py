@@ -7,13 +7,11 @@ A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a 
 at most four: a table whose first row is already figures has no header). A body row's first
 non-numeric cell is its label (with the label of a figureless row before it, when it starts in
 lower case: a label wrapped onto the next line); each of its other cells holding a digit is a
-candidate, with the
-header texts of its column (an empty cell of an upper header row takes the nearest header on its
-left, as a spanning header is written in its first column, unless the row heads half the columns
-or more, or the header stands right beside another: then it is a wrapped line of the headings,
-"United" over "States"). The unit is the
-first parenthesis of the table's header or caption lines that names one ("(in millions)",
-"(Dollars in millions)").
+candidate, with the header texts of its column (an empty cell of an upper header row takes the
+nearest header on its left, as a spanning header is written in its first column, unless the row
+heads half the columns or more, or the header stands right beside another: then it is a wrapped
+line of the headings, "United" over "States"). The unit is the first parenthesis of the table's
+header or caption lines that names one ("(in millions)", "(Dollars in millions)").
 """
 
 from __future__ import annotations
