@@ -286,7 +286,9 @@ def _answer_locally(services: Any, request: Any) -> Any:
 @app.command()
 def serve(
     data_dir: DataDir = None,
-    watch: Annotated[Path | None, typer.Option("--watch", help="folder to ingest from")] = None,
+    watch: Annotated[
+        Path | None, typer.Option("--watch", help="folder to ingest from (env FOLIO_WATCH_DIR)")
+    ] = None,
     host: Annotated[str | None, typer.Option(help="(default 127.0.0.1; env FOLIO_HOST)")] = None,
     port: Annotated[int | None, typer.Option(help="(default 8000; env FOLIO_PORT)")] = None,
     ocr: Ocr = None,
