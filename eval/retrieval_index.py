@@ -46,6 +46,7 @@ class FolioIndex:
 def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str, figure_ocr: bool) -> str:
     sources = [_REPO / s for s in _SHAPING_SOURCES if (_REPO / s).exists()]
     from ocr_engine.options import EXTRACTION_VERSION
+    from ocr_engine.pymupdf_engine import TEXT_LAYER_VERSION
     from retrieval.schema import Chunk
 
     # the chunk model's schema, not its whole module: answers and API models live there too
@@ -56,6 +57,7 @@ def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str, figure_ocr: b
         "model": model,
         "chunk": Chunk.model_json_schema(),
         "extraction": EXTRACTION_VERSION,  # what the engines give for a page (tables, layout)
+        "text_layer": TEXT_LAYER_VERSION,
     }
     return f"{corpus}-{fingerprint(settings, sources)}"
 

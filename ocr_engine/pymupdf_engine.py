@@ -21,6 +21,7 @@ from ocr_engine.layout import (
     split_block,
 )
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page, PageStatus
+from ocr_engine.table_headers import with_headings_above
 from ocr_engine.tables import FoundTable, find_tables
 from ocr_engine.textlayer import (
     LineKey,
@@ -36,14 +37,28 @@ from ocr_engine.textlayer import (
 )
 from ocr_engine.unruled_tables import MIN_NUMERIC_TOKENS, find_unruled_tables, numeric_tokens
 
-__all__ = ["PyMuPDFEngine", "raster_regions"]
+__all__ = ["TEXT_LAYER_VERSION", "PyMuPDFEngine", "raster_regions"]
 
 log = logging.getLogger(__name__)
 
 ENGINE_NAME = "pymupdf"
+# Bump when this engine's own table code alters what it gives for a page: it is part of the
+# engine's version, so its cached pages are read again while OCR pages keep theirs
+# (`EXTRACTION_VERSION` is for changes to every engine's pages). 1: headings above a table's
+# first row of figures are its header rows.
+TEXT_LAYER_VERSION = "1"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there
+
+
+def _with_headings(tables: list[FoundTable], words: list[Word]) -> list[FoundTable]:
+    """Ruled tables with the column headings printed above their top rule taken in."""
+    out: list[FoundTable] = []
+    for table in tables:
+        taken = {key for t in tables if t is not table for key in t.words}
+        out.append(with_headings_above(table, [w for w in words if w.key not in taken]))
+    return out
 
 
 def raster_regions(page: pymupdf.Page, text_page: Page, limit: int) -> list[Block]:
@@ -114,7 +129,9 @@ class PyMuPDFEngine:
 
     def __init__(self, *, detect_tables: bool = True) -> None:
         self.detect_tables = detect_tables
-        self.info = EngineInfo(name=ENGINE_NAME, model=None, version=pymupdf.VersionBind)
+        self.info = EngineInfo(
+            name=ENGINE_NAME, model=None, version=f"{pymupdf.VersionBind}+t{TEXT_LAYER_VERSION}"
+        )
 
     def read(self, window: PageWindow) -> list[Page]:
         """The window's pages from their text layer (route `text layer`), failed ones included."""
@@ -187,14 +204,16 @@ class PyMuPDFEngine:
         finder, which then only runs when the unruled finder found nothing."""
         texts = (line.text for raw in raw_blocks for line in raw.lines)
         if numeric_tokens(texts) < MIN_NUMERIC_TOKENS:
-            return find_tables(page, frame, words, drawings)
-        tables = find_tables(page, frame, words, drawings, shaded_cells=False)
+            return _with_headings(find_tables(page, frame, words, drawings), words)
+        tables = _with_headings(
+            find_tables(page, frame, words, drawings, shaded_cells=False), words
+        )
         taken = {key for t in tables for key in t.words}
         free = [w for w in words if w.key not in taken]
         unruled = find_unruled_tables(frame, free, exclude=[t.bbox for t in tables])
         if unruled or tables:
             return tables + unruled
-        return find_tables(page, frame, words, drawings)
+        return _with_headings(find_tables(page, frame, words, drawings), words)
 
     @staticmethod
     def _to_block(item: LayoutBlock, table: FoundTable | None, page_no: int, index: int) -> Block:

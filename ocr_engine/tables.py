@@ -213,17 +213,24 @@ def convert_table(
             )
     if sum(1 for cell in cells if cell.text) < 2:
         return None
+    boxes = [b for row in raw_rows for b in row if b]
+    return assemble(cells, n_rows, n_cols, frame.box(union(boxes)))
+
+
+def assemble(
+    cells: list[TableCell],
+    n_rows: int,
+    n_cols: int,
+    bbox: Box,
+    words: frozenset[WordKey] = frozenset(),
+) -> FoundTable:
+    """A table of its cells: rows with their boxes, markdown (a separator after row 0), HTML."""
     row_boxes = _row_boxes(cells, n_rows)
     md_rows = markdown_rows(cells, n_rows, n_cols)
     rows = [TableRow(t, box) for t, box in zip(md_rows, row_boxes, strict=True) if box is not None]
     markdown = "\n".join([md_rows[0], "|" + " --- |" * n_cols, *md_rows[1:]])
-    boxes = [b for row in raw_rows for b in row if b]
     return FoundTable(
-        bbox=frame.box(union(boxes)),
-        cells=cells,
-        rows=rows,
-        markdown=markdown,
-        html=to_html(cells),
+        bbox=bbox, cells=cells, rows=rows, markdown=markdown, html=to_html(cells), words=words
     )
 
 

@@ -10,10 +10,19 @@ from itertools import pairwise
 
 from ocr_engine.geometry import Box, centre_inside, union
 from ocr_engine.schema import TableCell
-from ocr_engine.tables import FoundTable, TableRow, markdown_rows, to_html
+from ocr_engine.tables import FoundTable, assemble
 from ocr_engine.textlayer import PageFrame, Word, WordKey
 
-__all__ = ["MIN_NUMERIC_TOKENS", "find_unruled_tables", "numeric_tokens"]
+__all__ = [
+    "MIN_NUMERIC_TOKENS",
+    "NUMERIC_RE",
+    "Segment",
+    "VisualRow",
+    "find_unruled_tables",
+    "heads_columns",
+    "numeric_tokens",
+    "visual_rows",
+]
 
 NUMERIC_RE = re.compile(
     r"^(?:[(\[]?[-–—+]?[$€£¥]?\(?\d[\d,.]*%?\)?[)\]]?%?\*?|[—–-]{1,3}|n/?a|nm|[ivxlc]{1,6})$",
@@ -28,7 +37,7 @@ MIN_TABLE_ROWS = 3  # rows with a label and a number (or several numbers) a tabl
 
 
 @dataclass(slots=True)
-class _Segment:
+class Segment:
     """Words of one row that sit close together: one cell's worth of text."""
 
     text: str
@@ -42,9 +51,9 @@ class _Segment:
 
 
 @dataclass(slots=True)
-class _Row:
+class VisualRow:
     box: Box
-    segments: list[_Segment]
+    segments: list[Segment]
     tabular: bool = False
 
 
@@ -58,7 +67,7 @@ def numeric_tokens(texts: Iterable[str]) -> int:
     )
 
 
-def _rows_of(words: list[Word]) -> list[_Row]:
+def visual_rows(words: list[Word]) -> list[VisualRow]:
     """Words grouped into visual rows (by vertical centre), each cut into segments at wide gaps."""
     rows: list[list[Word]] = []
     for word in sorted(words, key=lambda w: ((w.bbox[1] + w.bbox[3]) / 2, w.bbox[0])):
@@ -68,10 +77,10 @@ def _rows_of(words: list[Word]) -> list[_Row]:
             rows[-1].append(word)
         else:
             rows.append([word])
-    return [_Row(union(w.bbox for w in row), _segments(row)) for row in rows]
+    return [VisualRow(union(w.bbox for w in row), _segments(row)) for row in rows]
 
 
-def _segments(row: list[Word]) -> list[_Segment]:
+def _segments(row: list[Word]) -> list[Segment]:
     """A row's words cut at wide gaps; dot leaders (tables of contents) separate cells and go
     with the segment after them."""
     row = sorted(row, key=lambda w: w.bbox[0])
@@ -96,14 +105,14 @@ def _segments(row: list[Word]) -> list[_Segment]:
     if leaders and extra:
         extra[-1] += leaders
     segments = [
-        _Segment(" ".join(w.text for w in g), union(w.bbox for w in g), (*(w.key for w in g), *x))
+        Segment(" ".join(w.text for w in g), union(w.bbox for w in g), (*(w.key for w in g), *x))
         for g, x in zip(groups, extra, strict=True)
     ]
-    merged: list[_Segment] = []
+    merged: list[Segment] = []
     for seg in segments:  # "$ 1,234" where the currency sign stands apart; "12 %"
         if merged and (merged[-1].text in _CURRENCY or seg.text in (")", "%")):
             last = merged[-1]
-            merged[-1] = _Segment(
+            merged[-1] = Segment(
                 f"{last.text} {seg.text}", union((last.box, seg.box)), last.keys + seg.keys
             )
         else:
@@ -111,7 +120,7 @@ def _segments(row: list[Word]) -> list[_Segment]:
     return merged
 
 
-def _is_tabular(row: _Row) -> bool:
+def _is_tabular(row: VisualRow) -> bool:
     """Two or more cells with a figure after the first, and no running text after a figure."""
     segs = row.segments
     if len(segs) < 2 or not any(s.numeric for s in segs[1:]):
@@ -120,10 +129,10 @@ def _is_tabular(row: _Row) -> bool:
     return not any(len(s.text.split()) >= 5 for s in segs[first_number + 1 :])
 
 
-def _runs(rows: list[_Row]) -> list[list[_Row]]:
+def _runs(rows: list[VisualRow]) -> list[list[VisualRow]]:
     """Maximal runs of tabular rows, with label-only rows between them, close together."""
-    runs: list[list[_Row]] = []
-    current: list[_Row] = []
+    runs: list[list[VisualRow]] = []
+    current: list[VisualRow] = []
     for row in rows:
         row.tabular = _is_tabular(row)
         if current:
@@ -151,7 +160,7 @@ def _runs(rows: list[_Row]) -> list[list[_Row]]:
     return out
 
 
-def _columns(run: list[_Row]) -> list[tuple[float, float]]:
+def _columns(run: list[VisualRow]) -> list[tuple[float, float]]:
     """x-intervals of the figure columns: overlapping numeric segments merged."""
     return _bands(s.box for r in run if r.tabular for s in r.segments[1:] if s.numeric)
 
@@ -167,17 +176,32 @@ def _bands(boxes: Iterable[Box]) -> list[tuple[float, float]]:
     return bands
 
 
-def _headers(rows: list[_Row], start: int, cols: list[tuple[float, float]]) -> int:
-    """How many rows just above the run belong to it: column headers (every segment centred over
-    the figure columns), and label rows between them and the first figures."""
+def heads_columns(row: VisualRow, cols: list[tuple[float, float]], least: int = 1) -> bool:
+    """Whether a row heads the figure columns `cols`: every segment centred over them, at least
+    `least` of them, but a stub heading that ends left of them ("Years ended December 31," over
+    the labels), and no running text."""
     left, right = cols[0][0] - 0.5 * (cols[0][1] - cols[0][0]) - 12.0, cols[-1][1] + 12.0
+    segments = row.segments
+    if len(segments) > 1 and segments[0].box[2] < cols[0][0] - 2.0:
+        segments = segments[1:]
+    return (
+        len(segments) >= least
+        and all(left <= (s.box[0] + s.box[2]) / 2 <= right for s in segments)
+        and not any(len(s.text.split()) >= 8 for s in segments)
+    )
+
+
+def _headers(rows: list[VisualRow], start: int, cols: list[tuple[float, float]]) -> int:
+    """How many rows just above the run belong to it: column headers (`heads_columns`; with a
+    stub, over two columns at least), and label rows between them and the first figures."""
     count = taken = 0
     below = rows[start]
     for row in reversed(rows[max(0, start - 5) : start]):
         height = max(below.box[3] - below.box[1], 1.0)
         if below.box[1] - row.box[3] > 1.2 * height:
             break
-        if all(left <= (s.box[0] + s.box[2]) / 2 <= right for s in row.segments):
+        stub = len(row.segments) > 1 and row.segments[0].box[2] < cols[0][0] - 2.0
+        if heads_columns(row, cols, least=2 if stub else 1):
             count += 1
             taken = count
         elif len(row.segments) == 1 and row.box[2] < cols[0][0] - 2.0 and count < 2:
@@ -188,7 +212,7 @@ def _headers(rows: list[_Row], start: int, cols: list[tuple[float, float]]) -> i
     return taken
 
 
-def _place(seg: _Segment, cols: list[tuple[float, float]]) -> tuple[int, int]:
+def _place(seg: Segment, cols: list[tuple[float, float]]) -> tuple[int, int]:
     """(first column, span) of a segment among label column 0 and the figure columns 1..n."""
     centre = (seg.box[0] + seg.box[2]) / 2
     if centre < cols[0][0] and seg.box[2] <= cols[0][0] + 2.0:
@@ -200,10 +224,12 @@ def _place(seg: _Segment, cols: list[tuple[float, float]]) -> tuple[int, int]:
     return hit[0], hit[-1] - hit[0] + 1
 
 
-def _build(rows: list[_Row], n_head: int, cols: list[tuple[float, float]]) -> FoundTable | None:
+def _build(
+    rows: list[VisualRow], n_head: int, cols: list[tuple[float, float]]
+) -> FoundTable | None:
     cells: list[TableCell] = []
     for r, row in enumerate(rows):
-        placed: dict[int, tuple[int, list[_Segment]]] = {}
+        placed: dict[int, tuple[int, list[Segment]]] = {}
         for seg in row.segments:
             col, span = _place(seg, cols)
             if col in placed:
@@ -228,17 +254,8 @@ def _build(rows: list[_Row], n_head: int, cols: list[tuple[float, float]]) -> Fo
     for cell in cells:
         last = max(u for u in used if u <= cell.col + cell.col_span - 1)
         cell.col, cell.col_span = remap[cell.col], remap[last] - remap[cell.col] + 1
-    n_cols = len(used)
-    md_rows = markdown_rows(cells, len(rows), n_cols)
-    table_rows = [TableRow(t, row.box) for t, row in zip(md_rows, rows, strict=True)]
-    return FoundTable(
-        bbox=union(row.box for row in rows),
-        cells=cells,
-        rows=table_rows,
-        markdown="\n".join([md_rows[0], "|" + " --- |" * n_cols, *md_rows[1:]]),
-        html=to_html(cells),
-        words=frozenset(key for row in rows for seg in row.segments for key in seg.keys),
-    )
+    words = frozenset(key for row in rows for seg in row.segments for key in seg.keys)
+    return assemble(cells, len(rows), len(used), union(row.box for row in rows), words)
 
 
 def find_unruled_tables(
@@ -256,7 +273,7 @@ def find_unruled_tables(
         return []
     found: list[FoundTable] = []
     for side in _split_at_gutter(words, frame.rect.width):
-        found += _tables_in(_rows_of(side))
+        found += _tables_in(visual_rows(side))
     return found
 
 
@@ -275,14 +292,14 @@ def _split_at_gutter(words: list[Word], width: float) -> list[list[Word]]:
     sides = [[w for w in words if w.bbox[2] <= cut], [w for w in words if w.bbox[0] >= cut]]
     for side in sides:
         prose = sum(
-            1 for row in _rows_of(side) for seg in row.segments if len(seg.text.split()) >= 5
+            1 for row in visual_rows(side) for seg in row.segments if len(seg.text.split()) >= 5
         )
         if prose < 3:
             return [words]
     return sides
 
 
-def _tables_in(rows: list[_Row]) -> list[FoundTable]:
+def _tables_in(rows: list[VisualRow]) -> list[FoundTable]:
     found: list[FoundTable] = []
     taken = 0  # rows before this belong to the table above: never a header of the next
     for run in _runs(rows):
@@ -300,8 +317,8 @@ def _tables_in(rows: list[_Row]) -> list[FoundTable]:
 
 
 def _without_text_beside(
-    rows: list[_Row], n_head: int, cols: list[tuple[float, float]]
-) -> tuple[list[_Row], int]:
+    rows: list[VisualRow], n_head: int, cols: list[tuple[float, float]]
+) -> tuple[list[VisualRow], int]:
     """The rows without a column of running text that stands left of the labels, apart from
     them (a paragraph beside a chart whose labels and figures line up, as in Pew's reports):
     its lines, read into the label cells otherwise, stay text. It is running text, not a table's
@@ -324,11 +341,11 @@ def _without_text_beside(
     if wrapped < 3 or wrapped < 0.5 * len(beside):  # labels: a second text column of a table
         return rows, n_head
     dropped = {id(s) for _, s in beside}
-    kept: list[_Row] = []
+    kept: list[VisualRow] = []
     heads = 0
     for i, row in enumerate(rows):
         segments = [s for s in row.segments if id(s) not in dropped]
         if segments:
-            kept.append(_Row(union(s.box for s in segments), segments, row.tabular))
+            kept.append(VisualRow(union(s.box for s in segments), segments, row.tabular))
             heads += i < n_head
     return kept, heads

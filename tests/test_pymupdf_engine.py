@@ -145,6 +145,66 @@ def test_ruled_table_detected_with_cells_and_spans() -> None:
     assert _texts(result, BlockType.caption) == ["Table 1: Quarterly revenue"]
 
 
+def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
+    """A filing's layout: the years stand above the top rule, the grid holds only figures; the
+    years used to stay loose text lines and the first row of figures became the header."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    xs, ys = [72, 300, 400, 500], [110, 130, 150, 170]
+    for y in ys:
+        page.draw_line((xs[0], y), (xs[-1], y))
+    for x in xs:
+        page.draw_line((x, ys[0]), (x, ys[-1]))
+    page.insert_text((72, 104), "Years ended December 31,", fontsize=10)
+    page.insert_text((340, 104), "2022", fontsize=10)
+    page.insert_text((440, 104), "2021", fontsize=10)
+    rows = [
+        ["Asia", "$8,393", "$5,845"],
+        ["Europe", "7,916", "8,967"],
+        ["Total", "66,608", "62,286"],
+    ]
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            page.insert_text((xs[c] + 5, ys[r] + 15), text, fontsize=10)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert [line.text for line in table.lines] == [
+        "| Years ended December 31, | 2022 | 2021 |",
+        "| Asia | $8,393 | $5,845 |",
+        "| Europe | 7,916 | 8,967 |",
+        "| Total | 66,608 | 62,286 |",
+    ]
+    cells = {(c.row, c.col): c for c in table.cells}
+    assert cells[(0, 1)].header and not cells[(1, 1)].header
+    assert table.bbox[1] < 100 and not any("2022" in t for t in _texts(result, BlockType.text))
+
+
+def test_a_tables_first_row_of_figures_keeps_text_above_that_heads_nothing() -> None:
+    """A sentence above the grid is no heading: the table stays as it was found."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    xs, ys = [72, 300, 400, 500], [110, 130, 150, 170]
+    for y in ys:
+        page.draw_line((xs[0], y), (xs[-1], y))
+    for x in xs:
+        page.draw_line((x, ys[0]), (x, ys[-1]))
+    page.insert_text(
+        (72, 104), "Revenues by customer location consisted of the following:", fontsize=10
+    )
+    rows = [
+        ["Asia", "$8,393", "$5,845"],
+        ["Europe", "7,916", "8,967"],
+        ["Total", "66,608", "62,286"],
+    ]
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            page.insert_text((xs[c] + 5, ys[r] + 15), text, fontsize=10)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
+    assert any("following" in t for t in _texts(result, BlockType.text))
+
+
 def _assert_lines_in_block(block: Block) -> None:
     position = 0
     for line in block.lines:
@@ -265,6 +325,33 @@ def test_unruled_table_of_figures_detected(shaded: bool) -> None:
     texts = _texts(result, BlockType.text)
     assert len(texts) == 2 and all("17,360" not in t for t in texts)
     assert [b.type for b in result.blocks] == [BlockType.text, BlockType.table, BlockType.text]
+
+
+def test_a_heading_row_with_a_stub_over_the_labels_heads_an_unruled_table() -> None:
+    """A statement of cash flows: "Fiscal Years Ended" over the labels on the row of dates, then
+    a section label, then figures; the dates used to be read as headings outside the table."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Fiscal Years Ended", fontsize=9)
+    for x, date in ((300, "January 28, 2023"), (400, "January 29, 2022")):
+        page.insert_text((x, 100), date, fontsize=9)
+    page.insert_text((72, 112), "Operating activities", fontsize=9)
+    rows = [("Net earnings", "$ 1,419", "$ 2,454"), ("Depreciation", "918", "869")]
+    rows += [("Restructuring charges", "147", "(34)"), ("Total cash provided", "1,824", "3,252")]
+    for r, (label, a, b) in enumerate(rows):
+        y = 124 + 12 * r
+        page.insert_text((72, y), label, fontsize=9)
+        for x_right, value in ((362, a), (462, b)):
+            width = pymupdf.get_text_length(value, fontsize=9)
+            page.insert_text((x_right - width, y), value, fontsize=9)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert [line.text for line in table.lines[:3]] == [
+        "| Fiscal Years Ended | January 28, 2023 | January 29, 2022 |",
+        "| Operating activities |   |   |",
+        "| Net earnings | $ 1,419 | $ 2,454 |",
+    ]
+    assert not any("January" in b.text for b in result.blocks if b.type != BlockType.table)
 
 
 def test_paragraph_beside_a_chart_stays_text_not_label_cells() -> None:
