@@ -3,15 +3,16 @@ headers and a value, written in words ("Net sales, 2023: 14,694 (in millions)"),
 each cell in the document JSON.
 
 A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a separator row
-(`| --- |`) are its header (without one, the leading rows whose numbers are all dates or periods,
-at most four: a table whose first row is already figures has no header). A body row's first
-non-numeric cell is its label (with the label of a figureless row before it, when it starts in
-lower case: a label wrapped onto the next line); each of its other cells holding a digit is a
-candidate, with the header texts of its column (an empty cell of an upper header row takes the
-nearest header on its left, as a spanning header is written in its first column, unless the row
-heads half the columns or more, or the header stands right beside another: then it is a wrapped
-line of the headings, "United" over "States"). The unit is the first parenthesis of the table's
-header or caption lines that names one ("(in millions)", "(Dollars in millions)").
+(`| --- |`) are its header (without one, the leading rows whose numbers are all dates or
+periods, at most four: a table whose first row is already figures has no header). A body row's
+first non-numeric cell is its label, without footnote marks (with the label of a figureless row
+before it, when it starts in lower case: a label wrapped onto the next line); each of its other
+cells holding a digit is a candidate, with the header texts of its column (an empty cell of an
+upper header row takes the nearest header on its left, as a spanning header is written in its
+first column, unless the row heads half the columns or more, or the header stands right beside
+another: then it is a wrapped line of the headings, "United" over "States"; a column that names
+no year takes the year of the heading over the labels). The unit is the first parenthesis of the
+table's header or caption lines that names one ("(in millions)", "(Dollars in millions)").
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ _PERIOD_NUMBERS = re.compile(
     re.I,
 )
 _MAX_HEADER_ROWS = 4
+_NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
 
 
 def _is_header_row(cells: list[str]) -> bool:
@@ -94,6 +96,15 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
     return [", ".join(parts) for parts in per_col]
 
 
+def _dated_by_stub(headers: list[str]) -> list[str]:
+    """The headers, each column that names no year dated by the stub's year when the stub (the
+    header over the labels) names one: "December 31, 2017 | Carrying Value | Percentage"."""
+    if not headers or not periods(headers[0]):
+        return headers
+    stub = headers[0]
+    return [stub] + [h if periods(h) else ", ".join(filter(None, (h, stub))) for h in headers[1:]]
+
+
 def table_cells(chunk: Chunk) -> list[TableCellText]:
     """The value cells of the markdown rows among the chunk's lines."""
     rows: list[tuple[int, list[str]]] = []
@@ -118,18 +129,19 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     else:
         n_header = separator
     header_rows = [cells for _, cells in rows[:n_header]]
-    headers = _headers(header_rows, n_cols)
+    headers = _dated_by_stub(_headers(header_rows, n_cols))
     found = _UNIT.search(" ".join(other + [" ".join(c) for c in header_rows]))
     unit = found.group(1).strip() if found else ""
     body = rows[n_header + (separator is not None) :]
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     for index, cells in body:
-        label = next((c for c in cells if c and not _NUMERIC.match(c)), "")
+        found = next((c for c in cells if c and not _NUMERIC.match(c)), "")
+        label = _NOTE_MARK.sub("", found) or found
         if not label:
             wrapped = ""
             continue
-        start = cells.index(label) + 1
+        start = cells.index(found) + 1
         values = [c for c in range(start, len(cells)) if any(ch.isdigit() for ch in cells[c])]
         shown = f"{wrapped} {label}" if wrapped and label[0].islower() else label
         for col in values:

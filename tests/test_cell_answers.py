@@ -162,3 +162,34 @@ def test_a_table_whose_first_row_is_figures_has_no_header() -> None:
         "Total net sales, Q2 2023: 545",
         "Total net sales, June 30, 2022: 604",
     ]
+
+
+def test_a_row_labels_footnote_marks_are_left_out() -> None:
+    """A row label's footnote mark, "Non-U.S. customers (1)", is no part of its name."""
+    chunk = _rows_chunk(
+        [
+            "| | 2022 | 2021 |",
+            "| Non-U.S. customers (1) | 16 | 18 |",
+            "| Aria (4)* | 5,497 | 5,495 |",
+            "| Other (a) | 3 | 4 |",
+        ]
+    )
+    labels = [c.label for c in table_cells(chunk)]
+    assert labels == ["Non-U.S. customers"] * 2 + ["Aria"] * 2 + ["Other"] * 2
+
+
+def test_the_heading_over_the_labels_dates_the_columns_that_name_no_year() -> None:
+    """A filing's "December 31, 2017" stands over the labels, the columns say what they hold."""
+    chunk = _rows_chunk(
+        [
+            "| | Carrying | Percentage |",
+            "| December 31, 2017 | Value | of Total Assets |",
+            "| Equity method investments | $ 20,856 | 24 % |",
+        ]
+    )
+    assert [c.text for c in table_cells(chunk)] == [
+        "Equity method investments, Carrying, Value, December 31, 2017: $ 20,856",
+        "Equity method investments, Percentage, of Total Assets, December 31, 2017: 24 %",
+    ]
+    dated = _rows_chunk(["| Years ended | 2022 | 2021 |", "| Asia | $8,393 | $5,845 |"])
+    assert [c.header for c in table_cells(dated)] == ["2022", "2021"]
