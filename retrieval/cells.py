@@ -93,7 +93,15 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
                 text = carried
             if text and text not in per_col[col]:
                 per_col[col].append(text)
-    return [", ".join(parts) for parts in per_col]
+    return [_joined(parts) for parts in per_col]
+
+
+def _joined(parts: list[str]) -> str:
+    """Header texts top to bottom, a comma between them unless the upper one ends in one."""
+    text = ""
+    for part in parts:
+        text += (" " if text.endswith(",") else ", ") + part if text else part
+    return text
 
 
 def _dated_by_stub(headers: list[str]) -> list[str]:

@@ -16,6 +16,7 @@ import re
 
 __all__ = ["line_items", "measure_text", "other_names", "with_line_items"]
 
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
 _CURRENT = "total current assets total current liabilities"
 _CASH = "cash and cash equivalents short-term investments"
 _SALES_NAMES = ("revenues", "net sales")
@@ -101,10 +102,16 @@ def with_line_items(question: str) -> str:
 
 
 def measure_text(question: str) -> str:
-    """What the question asks to be counted, in its own words: the question without the
-    statements it names (the statement a figure is read from is not the figure: "net income"
-    is no answer to "the COGS from the income statement"). A ratio's line items are left out:
-    it is computed from several rows, none of which is the answer."""
+    """What the question asks to be counted, in its own words: its asking sentences (those that
+    end in "?", when others tell how to answer: "Answer in USD millions. Base your judgments on
+    the information provided…" counts nothing), without the statements it names (the statement
+    a figure is read from is not the figure: "net income" is no answer to "the COGS from the
+    income statement"). A ratio's line items are left out: it is computed from several rows,
+    none of which is the answer."""
+    sentences = _SENTENCE_END.split(question.strip())
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    if asking and len(asking) < len(sentences):
+        question = " ".join(asking)
     for pattern, _ in _STATEMENT_PATTERNS:
         question = pattern.sub(" ", question)
     return question

@@ -191,5 +191,9 @@ def test_the_heading_over_the_labels_dates_the_columns_that_name_no_year() -> No
         "Equity method investments, Carrying, Value, December 31, 2017: $ 20,856",
         "Equity method investments, Percentage, of Total Assets, December 31, 2017: 24 %",
     ]
+    wrapped = _rows_chunk(
+        ["| | May 26, | May 27, |", "| | 2019 | 2018 |", "| Inventories | 1,559.3 | 1,642.2 |"]
+    )
+    assert [c.header for c in table_cells(wrapped)] == ["May 26, 2019", "May 27, 2018"]
     dated = _rows_chunk(["| Years ended | 2022 | 2021 |", "| Asia | $8,393 | $5,845 |"])
     assert [c.header for c in table_cells(dated)] == ["2022", "2021"]

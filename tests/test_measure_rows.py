@@ -301,3 +301,17 @@ def test_a_row_label_wrapped_onto_the_next_line_is_read_whole() -> None:
     assert "Additions to property and equipment, net of non-cash capital expenditures" in labels
     assert "capital expenditures" not in labels
     assert "Purchases of investments" in labels  # a capitalised label starts a row of its own
+
+
+def test_the_measure_is_read_from_the_sentence_that_asks() -> None:
+    """An instruction after the question counts nothing: "Total cash provided" holds "total" and
+    "provided" of it, "Merchandise inventories" only the measure."""
+    question = (
+        "What is the year end FY2019 total amount of inventories for Best Buy? Answer in USD "
+        "millions. Base your judgments on the information provided primarily in the balance sheet."
+    )
+    measure = measure_text(question)
+    assert "inventories" in measure and "provided" not in measure and "USD" not in measure
+    assert measure_text("What is 3M's FY2018 capex in USD millions") == (
+        "What is 3M's FY2018 capex in USD millions"
+    )
