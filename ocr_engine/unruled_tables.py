@@ -31,6 +31,7 @@ NUMERIC_RE = re.compile(
 # a cell holding one check-box or tick glyph is a value, like a figure (forms, feature matrices)
 CHECK_RE = re.compile(r"^[*✓✔✗✘☐☑☒□■▢❑❒○●◯]$")
 _CURRENCY = {"$", "€", "£", "¥", "US$"}
+_YEAR_RE = re.compile(r"^(?:FY\s?|fiscal\s)?(?:19|20)\d{2}$", re.IGNORECASE)
 _LEADER_RE = re.compile(r"^[.·…_]+$")
 MIN_NUMERIC_TOKENS = 10  # numeric tokens a page needs before its words are aligned
 MIN_TABLE_ROWS = 3  # rows with a label and a number (or several numbers) a table needs
@@ -309,11 +310,19 @@ def _tables_in(rows: list[VisualRow]) -> list[FoundTable]:
         start = rows.index(run[0])
         n_head = min(_headers(rows, start, cols), start - taken)
         kept, n_head = _without_text_beside(rows[start - n_head : start] + run, n_head, cols)
+        while n_head < len(kept) - MIN_TABLE_ROWS and _years_only(kept[n_head], cols):
+            n_head += 1
         table = _build(kept, n_head, cols)
         if table is not None:
             found.append(table)
             taken = start + len(run)
     return found
+
+
+def _years_only(row: VisualRow, cols: list[tuple[float, float]]) -> bool:
+    """Whether a row holds nothing but years over the figure columns ("2022 2021 2020"): the
+    last row of the headings, though its numbers line up with the figures."""
+    return all(_place(s, cols) != (0, 1) and _YEAR_RE.match(s.text) for s in row.segments)
 
 
 def _without_text_beside(

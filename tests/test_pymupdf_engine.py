@@ -354,6 +354,28 @@ def test_a_heading_row_with_a_stub_over_the_labels_heads_an_unruled_table() -> N
     assert not any("January" in b.text for b in result.blocks if b.type != BlockType.table)
 
 
+def test_the_row_of_years_under_a_spanning_heading_is_a_header_row() -> None:
+    """ "Year Ended December 31," spans the columns, the years stand under it: both are the
+    header (repeated over every part of a long table), though the years line up like figures."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((360, 100), "Year Ended December 31,", fontsize=9)
+    for x, year in ((340, "2022"), (440, "2021")):
+        page.insert_text((x, 112), year, fontsize=9)
+    rows = [("Net income", "1,473", "1,254"), ("Depreciation", "918", "869")]
+    rows += [("Dividends paid", "(4,048)", "(4,789)"), ("Other", "147", "(34)")]
+    for r, (label, a, b) in enumerate(rows):
+        y = 124 + 12 * r
+        page.insert_text((72, y), label, fontsize=9)
+        for x_right, value in ((362, a), (462, b)):
+            width = pymupdf.get_text_length(value, fontsize=9)
+            page.insert_text((x_right - width, y), value, fontsize=9)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    header = sorted({c.row for c in table.cells if c.header})
+    assert header == [0, 1] and table.lines[1].text == "|   | 2022 | 2021 |"
+
+
 def test_paragraph_beside_a_chart_stays_text_not_label_cells() -> None:
     """A survey report's layout: a narrow column of prose at the left, and beside it, apart, a
     chart whose labels and figures line up; the prose lines used to be read into the labels."""
