@@ -144,12 +144,12 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     for index, cells in body:
-        found = next((c for c in cells if c and not _NUMERIC.match(c)), "")
-        label = _NOTE_MARK.sub("", found) or found
+        named = next((c for c in cells if c and not _NUMERIC.match(c)), "")
+        label = _NOTE_MARK.sub("", named) or named
         if not label:
             wrapped = ""
             continue
-        start = cells.index(found) + 1
+        start = cells.index(named) + 1
         values = [c for c in range(start, len(cells)) if any(ch.isdigit() for ch in cells[c])]
         shown = f"{wrapped} {label}" if wrapped and label[0].islower() else label
         for col in values:
