@@ -34,6 +34,11 @@ class FillProgress(BaseModel):
     )
     documents_checked: int = Field(default=0, description="documents whose sentences are all in")
     texts_embedded: int = Field(default=0, description="sentences and table cells embedded")
+    pending: list[str] = Field(
+        default_factory=list,
+        description="doc_ids whose answer sentences are not yet known to be all embedded: a "
+        "question about them embeds the missing ones first (a little slower)",
+    )
 
 
 class SentenceFill:
@@ -96,6 +101,7 @@ class SentenceFill:
         for gone in set(self._done) - set(counts):
             self._done.pop(gone, None)
         todo = [d for d in sorted(counts) if self._done.get(d) != counts[d]]
+        self.progress.pending = list(todo)  # a new list: /health copies it from another thread
         if todo:
             self.progress.settled = False
         for doc_id in todo:
@@ -105,6 +111,7 @@ class SentenceFill:
             if filled is None:
                 return
             self._done[doc_id] = counts[doc_id]
+            self.progress.pending = [d for d in self.progress.pending if d != doc_id]
             self.progress.documents_checked += 1
             source, embedded = filled
             if embedded:

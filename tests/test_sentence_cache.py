@@ -166,12 +166,14 @@ def test_the_filler_waits_for_ingest_and_queries(tmp_path: Path) -> None:
         try:
             time.sleep(0.5)
             assert inner.passages == [] and not fill.progress.settled  # an ingest runs
+            assert fill.progress.pending == sorted(services.store.doc_ids())  # /health says so
             remembering.embed_query("a question")
             ingesting.clear()
             time.sleep(0.1)
             assert inner.passages == []  # a query ran less than quiet_s ago
             _settled(fill, timeout_s=30)
             assert set(inner.passages) == _all_answer_texts(services)
+            assert fill.progress.pending == []
         finally:
             fill.stop()
         assert fill._thread is not None and not fill._thread.is_alive()

@@ -10,6 +10,7 @@ screenshots.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import os
@@ -310,6 +311,42 @@ def _ingest(base: str, name: str, data: bytes) -> None:
         while client.get(status_url).json()["status"] != "ok":
             assert time.monotonic() < deadline, "the upload was not indexed in time"
             time.sleep(0.2)
+
+
+def test_a_document_whose_answer_sentences_are_being_embedded_says_so(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """ "Ready" and searchable, but a question about it embeds its sentences first: the row says
+    so while `GET /health` lists it as pending, and stops saying so once it is not."""
+    from playwright.sync_api import expect
+
+    _services, base = site
+    data = fact_pdf(*FACTS["bakery.pdf"])
+    _ingest(base, "bakery notes.pdf", data)
+    doc_id = hashlib.sha256(data).hexdigest()
+    pending = [doc_id]
+
+    def health(route: Any) -> None:
+        real = route.fetch().json()
+        real["answer_sentences"] = {
+            "settled": not pending,
+            "documents_checked": 0,
+            "texts_embedded": 0,
+            "pending": list(pending),
+        }
+        route.fulfill(status=200, content_type=JSON_TYPE, body=json.dumps(real))
+
+    page, errors = open_page(base)
+    page.route("**/health", health)
+    page.reload()
+    row = page.locator("li.doc", has_text="bakery notes.pdf")
+    expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
+    expect(row.locator(".doc-progress")).to_contain_text("preparing answers")
+    assert "a little longer" in (row.locator(".doc-progress").get_attribute("title") or "")
+    pending.clear()
+    expect(row.locator(".doc-progress")).not_to_contain_text("preparing", timeout=10_000)
+    expect(row.locator(".doc-progress")).to_contain_text("page")
+    assert errors == []
 
 
 def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(

@@ -19,6 +19,10 @@ const STATUS_WORDS = {
 };
 
 let eventsController = null;
+let preparing = new Set(); // doc_ids whose answer sentences are still being embedded
+let healthTimer = null;
+const PREPARING_NOTE =
+  "Its sentences are being embedded while folio is idle; until then a question about it takes a little longer.";
 
 function enc(value) {
   return encodeURIComponent(value);
@@ -36,7 +40,26 @@ function progressText(record, progress) {
   if (record.status === "queued") return "Waiting to be read";
   const pages = record.pages ? plural(record.pages, "page") : "";
   const chunks = record.chunks ? plural(record.chunks, "chunk") : "";
-  return [pages, chunks].filter(Boolean).join(" · ");
+  const answers = preparing.has(record.doc_id) ? "preparing answers" : "";
+  return [pages, chunks, answers].filter(Boolean).join(" · ");
+}
+
+/** Which documents' answer sentences are still being embedded (GET /health), polled while any
+ * are; a finished document starts it again. */
+async function watchSentences() {
+  clearTimeout(healthTimer);
+  healthTimer = null;
+  let progress = null;
+  try {
+    progress = (await getJson("/health")).answer_sentences || null;
+  } catch {
+    progress = null; // no index to ask: looked at again after the next finished document
+  }
+  const pending = new Set(progress ? progress.pending : []);
+  const changed = [...docs.keys()].filter((id) => pending.has(id) !== preparing.has(id));
+  preparing = pending;
+  for (const id of changed) paint(docs.get(id));
+  if (progress && (!progress.settled || pending.size)) healthTimer = setTimeout(watchSentences, 3000);
 }
 
 function pagesTable(detail) {
@@ -217,7 +240,9 @@ function paint(entry) {
     bar.value = Math.min(done, total);
   }
   bar.setAttribute("aria-label", `Progress of ${record.source}`);
-  setText(row.querySelector(".doc-progress"), progressText(record, progress));
+  const note = row.querySelector(".doc-progress");
+  setText(note, progressText(record, progress));
+  note.title = preparing.has(record.doc_id) && DONE.has(record.status) ? PREPARING_NOTE : "";
   const errors = row.querySelector(".doc-errors");
   setText(errors, (record.errors || []).join("; "));
   errors.hidden = !(record.errors || []).length;
@@ -317,6 +342,7 @@ function applyEvent(kind, event) {
       },
       { progress: {} },
     );
+    watchSentences();
     return refreshOne(event.doc_id);
   }
   return undefined;
@@ -338,6 +364,7 @@ async function loadAll() {
   for (const docId of [...docs.keys()]) if (!seen.has(docId)) dropDocument(docId);
   for (const record of records) upsert(record);
   showEmpty();
+  watchSentences();
   await loadRemoved();
 }
 
