@@ -45,8 +45,9 @@ ENGINE_NAME = "pymupdf"
 # Bump when this engine's own table code alters what it gives for a page: it is part of the
 # engine's version, so its cached pages are read again while OCR pages keep theirs
 # (`EXTRACTION_VERSION` is for changes to every engine's pages). 1: headings above a table's
-# first row of figures are its header rows; 2: so is a row of years under a spanning heading.
-TEXT_LAYER_VERSION = "2"
+# first row of figures are its header rows; 2: so is a row of years under a spanning heading;
+# 3: a stub heading starts where the labels do and goes on no sentence.
+TEXT_LAYER_VERSION = "3"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there

@@ -57,13 +57,15 @@ def _lifted(table: FoundTable, words: Sequence[Word]) -> list[VisualRow]:
     if not columns or not _headless(table):
         return []
     cols = sorted(columns.values())
+    starts = [c.bbox[0] for c in table.cells if c.col == 0 and c.text and c.bbox is not None]
+    labels_from = max(starts, default=float("-inf"))
     rows: list[VisualRow] = []
     below: Box = table.bbox
     for row in _rows_above(table, words)[:MAX_LIFTED_ROWS]:
         height = max(row.box[3] - row.box[1], 1.0)
         if below[1] - row.box[3] > 1.2 * height:
             break
-        if not heads_columns(row, cols, least=1 if rows else min(2, len(cols))):
+        if not heads_columns(row, cols, labels_from, least=1 if rows else min(2, len(cols))):
             break
         rows.append(row)
         below = row.box

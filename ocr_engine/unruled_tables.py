@@ -177,14 +177,25 @@ def _bands(boxes: Iterable[Box]) -> list[tuple[float, float]]:
     return bands
 
 
-def heads_columns(row: VisualRow, cols: list[tuple[float, float]], least: int = 1) -> bool:
+def heads_columns(
+    row: VisualRow, cols: list[tuple[float, float]], labels_from: float, least: int = 1
+) -> bool:
     """Whether a row heads the figure columns `cols`: every segment centred over them, at least
-    `least` of them, but a stub heading that ends left of them ("Years ended December 31," over
-    the labels), and no running text."""
+    `least` of them, and no running text; or a stub heading over the labels (left of the
+    columns, starting where the labels do: by `labels_from`, the latest start of a label; not
+    a line going on a sentence, in lower case, of a text column beside the table) and two such
+    segments at least ("Years ended December 31, | 2022 | 2021")."""
     left, right = cols[0][0] - 0.5 * (cols[0][1] - cols[0][0]) - 12.0, cols[-1][1] + 12.0
     segments = row.segments
-    if len(segments) > 1 and segments[0].box[2] < cols[0][0] - 2.0:
+    stub = segments[0]
+    if (
+        len(segments) > 1
+        and stub.box[2] < cols[0][0] - 2.0
+        and stub.box[0] <= labels_from + 2.0
+        and not stub.text[:1].islower()
+    ):
         segments = segments[1:]
+        least = max(least, 2)
     return (
         len(segments) >= least
         and all(left <= (s.box[0] + s.box[2]) / 2 <= right for s in segments)
@@ -192,17 +203,19 @@ def heads_columns(row: VisualRow, cols: list[tuple[float, float]], least: int = 
     )
 
 
-def _headers(rows: list[VisualRow], start: int, cols: list[tuple[float, float]]) -> int:
-    """How many rows just above the run belong to it: column headers (`heads_columns`; with a
-    stub, over two columns at least), and label rows between them and the first figures."""
+def _headers(rows: list[VisualRow], run: list[VisualRow], cols: list[tuple[float, float]]) -> int:
+    """How many rows just above the run belong to it: column headers (`heads_columns`), and
+    label rows between them and the first figures."""
+    start = rows.index(run[0])
+    starts = [s.box[0] for r in run for s in r.segments if _place(s, cols) == (0, 1)]
+    labels_from = max(starts, default=float("-inf"))
     count = taken = 0
     below = rows[start]
     for row in reversed(rows[max(0, start - 5) : start]):
         height = max(below.box[3] - below.box[1], 1.0)
         if below.box[1] - row.box[3] > 1.2 * height:
             break
-        stub = len(row.segments) > 1 and row.segments[0].box[2] < cols[0][0] - 2.0
-        if heads_columns(row, cols, least=2 if stub else 1):
+        if heads_columns(row, cols, labels_from):
             count += 1
             taken = count
         elif len(row.segments) == 1 and row.box[2] < cols[0][0] - 2.0 and count < 2:
@@ -308,7 +321,7 @@ def _tables_in(rows: list[VisualRow]) -> list[FoundTable]:
         if not cols:
             continue
         start = rows.index(run[0])
-        n_head = min(_headers(rows, start, cols), start - taken)
+        n_head = min(_headers(rows, run, cols), start - taken)
         kept, n_head = _without_text_beside(rows[start - n_head : start] + run, n_head, cols)
         while n_head < len(kept) - MIN_TABLE_ROWS and _years_only(kept[n_head], cols):
             n_head += 1

@@ -376,6 +376,34 @@ def test_the_row_of_years_under_a_spanning_heading_is_a_header_row() -> None:
     assert header == [0, 1] and table.lines[1].text == "|   | 2022 | 2021 |"
 
 
+def test_a_line_of_prose_beside_a_charts_legend_makes_it_no_header() -> None:
+    """Pew's layout: a text column at the left, a bar chart at the right whose legend row shares
+    a line with the prose; the prose line is no stub heading, so the legend stays outside."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    prose = ["More than eight-in-ten", "Americans say the U.S. can", "learn either a great deal"]
+    prose += ["or a fair amount about ways to slow", "the spread of the coronavirus."]
+    for i, text in enumerate(prose):
+        page.insert_text((67, 104 + 16 * i), text, fontsize=10)
+    for x, legend in ((300, "A great deal"), (380, "A fair amount"), (470, "Not too much")):
+        page.insert_text((x, 168), legend, fontsize=8)
+    chart = [
+        ("Total", "46%", "38%", "13%"),
+        ("White", "41", "42", "14"),
+        ("Black", "56", "31", "9"),
+    ]
+    chart += [("Hispanic", "53", "33", "11")]
+    for r, (label, *values) in enumerate(chart):
+        y = 184 + 18 * r
+        page.insert_text((250, y), label, fontsize=8)
+        for x, value in zip((340, 430, 500), values, strict=True):
+            page.insert_text((x, y), value, fontsize=8)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert table.lines[0].text.startswith("| Total |")
+    assert not any("great deal" in c.text for c in table.cells)
+
+
 def test_paragraph_beside_a_chart_stays_text_not_label_cells() -> None:
     """A survey report's layout: a narrow column of prose at the left, and beside it, apart, a
     chart whose labels and figures line up; the prose lines used to be read into the labels."""
