@@ -138,6 +138,7 @@ def test_by_default_serve_embeds_the_answer_sentences_while_idle(tmp_path: Path)
                 "settled": True,
                 "documents_checked": 1,
                 "texts_embedded": len(wanted),
+                "pending": [],
             }
             embedder.passages.clear()
             answer = client.post("/query", json={"question": QUESTION}).json()
