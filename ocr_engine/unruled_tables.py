@@ -187,6 +187,8 @@ def heads_columns(
     segments at least ("Years ended December 31, | 2022 | 2021")."""
     left, right = cols[0][0] - 0.5 * (cols[0][1] - cols[0][0]) - 12.0, cols[-1][1] + 12.0
     segments = row.segments
+    if not segments:  # a row of dot leaders alone
+        return False
     stub = segments[0]
     if (
         len(segments) > 1

@@ -179,6 +179,30 @@ def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
     assert table.bbox[1] < 100 and not any("2022" in t for t in _texts(result, BlockType.text))
 
 
+def test_a_row_of_dot_leaders_above_a_table_is_no_heading_and_no_failure() -> None:
+    """Leaders alone make a visual row without segments (a Pew page failed on one)."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    xs, ys = [72, 300, 400, 500], [110, 130, 150, 170]
+    for y in ys:
+        page.draw_line((xs[0], y), (xs[-1], y))
+    for x in xs:
+        page.draw_line((x, ys[0]), (x, ys[-1]))
+    page.insert_text((320, 104), ". . . . . . . . . . . . . . . . . . . . . .", fontsize=10)
+    rows = [
+        ["Asia", "$8,393", "$5,845"],
+        ["Europe", "7,916", "8,967"],
+        ["Total", "66,608", "62,286"],
+    ]
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            page.insert_text((xs[c] + 5, ys[r] + 15), text, fontsize=10)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    assert result.status == PageStatus.ok, result.errors
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
+
+
 def test_a_tables_first_row_of_figures_keeps_text_above_that_heads_nothing() -> None:
     """A sentence above the grid is no heading: the table stays as it was found."""
     doc = pymupdf.open()
