@@ -337,7 +337,9 @@ def _tables_in(rows: list[VisualRow]) -> list[FoundTable]:
 def _years_only(row: VisualRow, cols: list[tuple[float, float]]) -> bool:
     """Whether a row holds nothing but years over the figure columns ("2022 2021 2020"): the
     last row of the headings, though its numbers line up with the figures."""
-    return all(_place(s, cols) != (0, 1) and _YEAR_RE.match(s.text) for s in row.segments)
+    return bool(row.segments) and all(
+        _place(s, cols) != (0, 1) and _YEAR_RE.match(s.text) for s in row.segments
+    )
 
 
 def _without_text_beside(
