@@ -79,14 +79,27 @@ def open_services(settings: Any, command: str) -> Any:
         refuse_busy(exc)
 
 
+_READERS = ("docs", "query", "retry")  # commands that only read or redo what is indexed
+
+
 def open_or_remote(settings: Any, command: str) -> Any:
     """The services over the data directory, or, while a `folio serve` holds it, a client of
     that server's API (which the lock file names); no file of the index is opened before the
-    lock is held."""
+    lock is held. A command that reads the index ends with the reason when the directory holds
+    none (it would have created an empty one and found nothing)."""
+    from ingest.ledger import LEDGER_FILE
     from server.datadir import DataDirBusyError, lock_holder
     from server.remote import RemoteFolio
 
     holder = lock_holder(settings.data_dir)
+    if holder is None and command in _READERS and not (settings.data_dir / LEDGER_FILE).exists():
+        typer.echo(
+            f"error: {settings.data_dir} holds no folio index (no {LEDGER_FILE}): add documents "
+            "with `folio ingest PATH` or `folio serve`, or name the index with --data-dir "
+            "(env FOLIO_DATA_DIR)",
+            err=True,
+        )
+        raise typer.Exit(1)
     if holder is None or holder.url is None:
         try:
             return build_or_exit(settings, command)

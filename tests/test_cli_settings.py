@@ -76,3 +76,16 @@ def test_help_says_each_options_default_and_environment_variable() -> None:
         default = Settings.model_fields[name].default
         assert Path(text) == default if name == "data_dir" else str(default) == text, name
     assert "(env FOLIO_OCR_URL)" in result.output
+
+
+@pytest.mark.parametrize("command", [["query", "What is it?"], ["docs"], ["retry"]])
+def test_reading_a_directory_without_an_index_says_so_and_creates_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Run from the wrong directory, `folio query` used to create an empty ./data and answer
+    that the documents do not answer."""
+    data = tmp_path / "data"
+    result = CliRunner().invoke(cli_app, [*command, "--data-dir", str(data)])
+    assert result.exit_code == 1
+    assert "holds no folio index" in result.output and "--data-dir" in result.output
+    assert not data.exists()
