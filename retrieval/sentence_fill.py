@@ -78,6 +78,8 @@ class SentenceFill:
         """A document was (re)indexed or removed: look again (at `doc_id` even if seen)."""
         if doc_id is not None:
             self._done.pop(doc_id, None)
+            if doc_id not in self.progress.pending:  # pending from now, not from the next pass
+                self.progress.pending = [*self.progress.pending, doc_id]
         self._wake.set()
 
     def stop(self, timeout: float = 10.0) -> None:

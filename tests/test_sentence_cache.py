@@ -155,6 +155,21 @@ def test_by_default_serve_embeds_the_answer_sentences_while_idle(tmp_path: Path)
         services.close()
 
 
+def test_a_document_is_pending_from_when_it_is_indexed(tmp_path: Path) -> None:
+    """Not from the filler's next pass: the web page reads it as soon as the document is Ready."""
+    services, _ = _ingested(tmp_path, "query")
+    try:
+        remembering = RememberingEmbedder(CountingEmbedder(), DictCache())
+        fill = SentenceFill(services.store, remembering, busy=lambda: True)
+        [doc_id] = services.store.doc_ids()
+        fill.wake(doc_id)
+        assert fill.progress.pending == [doc_id]
+        fill.wake(doc_id)
+        assert fill.progress.pending == [doc_id]
+    finally:
+        services.close()
+
+
 def test_the_filler_waits_for_ingest_and_queries(tmp_path: Path) -> None:
     services, _ = _ingested(tmp_path, "query")
     try:

@@ -45,8 +45,8 @@ function progressText(record, progress) {
 }
 
 /** Which documents' answer sentences are still being embedded (GET /health), polled while any
- * are; a finished document starts it again. */
-async function watchSentences() {
+ * are and `more` times again at least (a finished document: the filler may not have seen it). */
+async function watchSentences(more = 0) {
   clearTimeout(healthTimer);
   healthTimer = null;
   let progress = null;
@@ -59,7 +59,9 @@ async function watchSentences() {
   const changed = [...docs.keys()].filter((id) => pending.has(id) !== preparing.has(id));
   preparing = pending;
   for (const id of changed) paint(docs.get(id));
-  if (progress && (!progress.settled || pending.size)) healthTimer = setTimeout(watchSentences, 3000);
+  if (progress && (!progress.settled || pending.size || more > 0)) {
+    healthTimer = setTimeout(() => watchSentences(more - 1), 3000);
+  }
 }
 
 function pagesTable(detail) {
@@ -342,7 +344,7 @@ function applyEvent(kind, event) {
       },
       { progress: {} },
     );
-    watchSentences();
+    watchSentences(3);
     return refreshOne(event.doc_id);
   }
   return undefined;
