@@ -59,6 +59,12 @@ __all__ = [
 DENSE_POOL = 8
 MIN_SUPPORT = 0.4  # the best sentence's cosine to the question below which nothing answers it
 _DENSE_FLOOR = 0.3
+_SHARE = re.compile(r"%|\bpercent", re.I)  # a cell that holds a share of something
+_ASKS_SHARE = re.compile(
+    r"%|\bpercent|\bshare\b|\bproportion|\bratio\b|\brate\b|\bmargin|\bgrowth|\bchange"
+    r"|\bincrease|\bdecrease|\bdecline|\byield",
+    re.I,
+)
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 _DENSE_KEEP = 0.8
 FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
@@ -222,6 +228,10 @@ def _meet(
     dated = {i: c for i, c in cells.items() if periods(c.header) & years_of(sentences[i])}
     if not _PART_OF_YEAR.search(question):  # a question naming no quarter asks for the year
         dated = {i: c for i, c in dated.items() if not _PART_OF_YEAR.search(c.header)} or dated
+    if not _ASKS_SHARE.search(question):  # "total revenues" is an amount, not "% of revenues"
+        dated = {
+            i: c for i, c in dated.items() if not _SHARE.search(f"{c.label} {c.value}")
+        } or dated
     labelled = {i: label_weight(c) for i, c in dated.items()}
     best = max(labelled.values(), default=0.0)
     named_row = [i for i, w in labelled.items() if best > 0 and w >= best - 1e-9]

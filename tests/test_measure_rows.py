@@ -315,3 +315,23 @@ def test_the_measure_is_read_from_the_sentence_that_asks() -> None:
     assert measure_text("What is 3M's FY2018 capex in USD millions") == (
         "What is 3M's FY2018 capex in USD millions"
     )
+
+
+def test_an_amount_is_not_answered_by_a_share_of_it() -> None:
+    """ "Total revenues in 2022" is an amount: a segment's "% of total company revenues" row
+    names both words too, but holds a share; a question about a share still gets it."""
+    segment = _table(
+        "Commercial Airplanes",
+        ["", "2022", "2021"],
+        [["Revenues", "$25,867", "$19,493"], ["% of total company revenues", "39 %", "31 %"]],
+    )
+    location = _table(
+        "Revenues by customer location",
+        ["", "2022", "2021"],
+        [["Asia", "$8,393", "$5,845"], ["Total revenues", "$66,608", "$62,286"]],
+    )
+    assert _first("What were Boeing's total revenues in 2022?", segment, location).startswith(
+        "Total revenues, 2022: $66,608"
+    )
+    share = "What percentage of total company revenues did Commercial Airplanes make in 2022?"
+    assert _first(share, segment, location).startswith("% of total company revenues, 2022: 39 %")
