@@ -349,6 +349,41 @@ def test_a_document_whose_answer_sentences_are_being_embedded_says_so(
     assert errors == []
 
 
+def test_reading_and_indexing_at_once_keep_their_own_counts(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """A long document is read and indexed at once: its line said "Reading page 96 of 190", then
+    "Indexing page 12 of 190", then "Reading page 128"; now reading goes on, with the pages
+    indexed beside it, and indexing shows alone once every page is read."""
+    _services, base = site
+    page, errors = open_page(base)
+    lines = page.evaluate(
+        """async () => {
+            const { nextProgress, progressText } = await import("/static/documents.js");
+            const record = { status: "processing", pages: 190 };
+            const ticks = [
+                ["extract", 96, 2.7], ["embed", 12, 0.3], ["extract", 128, 2.5],
+                ["extract", 190, 2.6], ["embed", 150, 0.4],
+            ];
+            let progress = {};
+            return ticks.map(([stage, done, rate]) => {
+                progress = nextProgress(progress, {
+                    stage, pages_done: done, pages_total: 190, pages_per_s: rate,
+                });
+                return progressText(record, progress);
+            });
+        }"""
+    )
+    assert lines == [
+        "Reading page 96 of 190 · 2.7 pages/s",
+        "Reading page 96 of 190 · 2.7 pages/s · 12 indexed",
+        "Reading page 128 of 190 · 2.5 pages/s · 12 indexed",
+        "Reading page 190 of 190 · 2.6 pages/s",
+        "Indexing page 150 of 190 · 0.4 pages/s",
+    ]
+    assert errors == []
+
+
 def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(
     open_page: Any, site: tuple[Services, str]
 ) -> None:

@@ -28,14 +28,35 @@ function enc(value) {
   return encodeURIComponent(value);
 }
 
-function progressText(record, progress) {
+/** A document's progress after a progress event: its pages are read and indexed at once, and
+ * each stage keeps its own count (the line no longer jumps from reading page 96 to indexing
+ * page 12 and back). */
+export function nextProgress(before, event) {
+  const embed = event.stage === "embed";
+  return {
+    stage: event.stage,
+    done: event.pages_done,
+    total: event.pages_total,
+    rate: event.pages_per_s,
+    readRate: embed ? before.readRate : event.pages_per_s,
+    read: embed ? before.read : event.pages_done,
+    indexed: embed ? event.pages_done : before.indexed,
+  };
+}
+
+export function progressText(record, progress) {
   if (record.status === "processing") {
     const total = progress.total || record.pages;
     const done = progress.done ?? record.pages_done;
-    const verb = progress.stage === "embed" ? "Indexing" : "Reading";
+    // pages are read and indexed at once: the reading line goes on while it has pages left
+    const reading = progress.read !== undefined && progress.read < total;
+    const verb = progress.stage === "embed" && !reading ? "Indexing" : "Reading";
     if (!total) return `${verb}…`;
-    const rate = progress.rate ? ` · ${progress.rate.toFixed(1)} pages/s` : "";
-    return `${verb} page ${Math.min(done, total)} of ${total}${rate}`;
+    const speed = reading ? progress.readRate : progress.rate;
+    const rate = speed ? ` · ${speed.toFixed(1)} pages/s` : "";
+    const indexed = reading && progress.indexed ? ` · ${progress.indexed} indexed` : "";
+    const page = reading ? progress.read : done;
+    return `${verb} page ${Math.min(page, total)} of ${total}${rate}${indexed}`;
   }
   if (record.status === "queued") return "Waiting to be read";
   const pages = record.pages ? plural(record.pages, "page") : "";
@@ -325,12 +346,7 @@ function applyEvent(kind, event) {
     return upsert({ ...base, status: "processing", pages: event.pages_total }, { progress });
   }
   if (kind === "progress") {
-    const progress = {
-      stage: event.stage,
-      done: event.pages_done,
-      total: event.pages_total,
-      rate: event.pages_per_s,
-    };
+    const progress = nextProgress(docs.get(event.doc_id)?.progress || {}, event);
     return upsert({ ...base, status: "processing" }, { progress });
   }
   if (kind === "finished") {
