@@ -130,8 +130,16 @@ def citation_accuracy(retriever: Any, corpus: Corpus, cases: Sequence[Case]) -> 
         response = retriever.query(QueryRequest(question=case.question, top_k=5))
         stated = stated_amounts(case.answer, "\n".join(text for _, text in case.evidence))
         if stated:
+            first = response.citations[0].quote if response.citations else None
+            found = first is not None and answer_in(stated, first)
             inside[1] += 1
-            inside[0] += bool(response.citations) and answer_in(stated, response.citations[0].quote)
+            inside[0] += found
+            log.info(
+                "answer %s the first citation: %s | %r",
+                "in" if found else "not in",
+                case.question[:90],
+                first,
+            )
         for citation in response.citations:
             if Path(citation.source).stem not in case.docs:
                 continue
