@@ -145,9 +145,9 @@ def test_ruled_table_detected_with_cells_and_spans() -> None:
     assert _texts(result, BlockType.caption) == ["Table 1: Quarterly revenue"]
 
 
-def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
-    """A filing's layout: the years stand above the top rule, the grid holds only figures; the
-    years used to stay loose text lines and the first row of figures became the header."""
+def _ruled_figures(above: list[tuple[tuple[float, float], str]]) -> Page:
+    """A ruled grid of figures (Boeing's revenue by customer location) with the `above` texts
+    written just over its top rule, read by the engine."""
     doc = pymupdf.open()
     page = doc.new_page()
     xs, ys = [72, 300, 400, 500], [110, 130, 150, 170]
@@ -155,9 +155,8 @@ def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
         page.draw_line((xs[0], y), (xs[-1], y))
     for x in xs:
         page.draw_line((x, ys[0]), (x, ys[-1]))
-    page.insert_text((72, 104), "Years ended December 31,", fontsize=10)
-    page.insert_text((340, 104), "2022", fontsize=10)
-    page.insert_text((440, 104), "2021", fontsize=10)
+    for point, text in above:
+        page.insert_text(point, text, fontsize=10)
     rows = [
         ["Asia", "$8,393", "$5,845"],
         ["Europe", "7,916", "8,967"],
@@ -166,7 +165,19 @@ def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
     for r, row in enumerate(rows):
         for c, text in enumerate(row):
             page.insert_text((xs[c] + 5, ys[r] + 15), text, fontsize=10)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    return PyMuPDFEngine().extract_page(_reopen(doc)[0])
+
+
+def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
+    """A filing's layout: the years stand above the top rule, the grid holds only figures; the
+    years used to stay loose text lines and the first row of figures became the header."""
+    result = _ruled_figures(
+        [
+            ((72, 104), "Years ended December 31,"),
+            ((340, 104), "2022"),
+            ((440, 104), "2021"),
+        ]
+    )
     [table] = [b for b in result.blocks if b.type == BlockType.table]
     assert [line.text for line in table.lines] == [
         "| Years ended December 31, | 2022 | 2021 |",
@@ -181,23 +192,7 @@ def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
 
 def test_a_row_of_dot_leaders_above_a_table_is_no_heading_and_no_failure() -> None:
     """Leaders alone make a visual row without segments (a Pew page failed on one)."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    xs, ys = [72, 300, 400, 500], [110, 130, 150, 170]
-    for y in ys:
-        page.draw_line((xs[0], y), (xs[-1], y))
-    for x in xs:
-        page.draw_line((x, ys[0]), (x, ys[-1]))
-    page.insert_text((320, 104), ". . . . . . . . . . . . . . . . . . . . . .", fontsize=10)
-    rows = [
-        ["Asia", "$8,393", "$5,845"],
-        ["Europe", "7,916", "8,967"],
-        ["Total", "66,608", "62,286"],
-    ]
-    for r, row in enumerate(rows):
-        for c, text in enumerate(row):
-            page.insert_text((xs[c] + 5, ys[r] + 15), text, fontsize=10)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _ruled_figures([((320, 104), ". . . . . . . . . . . . . . . . . . . . . .")])
     assert result.status == PageStatus.ok, result.errors
     [table] = [b for b in result.blocks if b.type == BlockType.table]
     assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
@@ -205,25 +200,8 @@ def test_a_row_of_dot_leaders_above_a_table_is_no_heading_and_no_failure() -> No
 
 def test_a_tables_first_row_of_figures_keeps_text_above_that_heads_nothing() -> None:
     """A sentence above the grid is no heading: the table stays as it was found."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    xs, ys = [72, 300, 400, 500], [110, 130, 150, 170]
-    for y in ys:
-        page.draw_line((xs[0], y), (xs[-1], y))
-    for x in xs:
-        page.draw_line((x, ys[0]), (x, ys[-1]))
-    page.insert_text(
-        (72, 104), "Revenues by customer location consisted of the following:", fontsize=10
-    )
-    rows = [
-        ["Asia", "$8,393", "$5,845"],
-        ["Europe", "7,916", "8,967"],
-        ["Total", "66,608", "62,286"],
-    ]
-    for r, row in enumerate(rows):
-        for c, text in enumerate(row):
-            page.insert_text((xs[c] + 5, ys[r] + 15), text, fontsize=10)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    sentence = "Revenues by customer location consisted of the following:"
+    result = _ruled_figures([((72, 104), sentence)])
     [table] = [b for b in result.blocks if b.type == BlockType.table]
     assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
     assert any("following" in t for t in _texts(result, BlockType.text))
