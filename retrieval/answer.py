@@ -77,6 +77,8 @@ _PART_OF_YEAR = re.compile(
     r"|\bH[12]\b|\b(?:first|second|third|fourth) half\b",
     re.IGNORECASE,
 )
+_AT_A_DATE = re.compile(r"\b(?:at|as of) (?:the )?(?:end|close) of\b|\bas of\b", re.I)
+_DURATION = re.compile(r"\b(?:months?|weeks?|years?|quarters?|periods?) (?:ended|ending)\b", re.I)
 _MEET = 1.5
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
 _WHOLE = frozenset(stems("total worldwide consolidated combined"))  # a column of the whole
@@ -188,7 +190,8 @@ def _meet(
     label counts only whole ("Gross property, plant and equipment" is no capex). In a document
     whose fiscal year is not the calendar year it ends in (`fiscal_calendar`), a column dated
     in that calendar year is dated in the fiscal year too ("July 29, 2023" is Q2 FY2024 at Best
-    Buy)."""
+    Buy). A question of a balance "at the end of" a period meets a column of its date, not one
+    of the months or years ended then (a cash flow statement's change in the same row)."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
@@ -235,6 +238,8 @@ def _meet(
     labelled = {i: label_weight(c) for i, c in dated.items()}
     best = max(labelled.values(), default=0.0)
     named_row = [i for i, w in labelled.items() if best > 0 and w >= best - 1e-9]
+    if _AT_A_DATE.search(question):  # a balance at a date, not a flow over the period ending then
+        named_row = [i for i in named_row if not _DURATION.search(cells[i].header)] or named_row
     asked = set(stems(question)) - years - _WHEN - ignored
     cells_met = _columns_asked(sentences, named_row, asked)
     worded = [weight(s.terms & measure) if s.cell is None else 0.0 for s in sentences]

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from datetime import date
 from functools import cache
 
+import numpy as np
+
 from doubles.builders import one_line_block, one_page_document, table_block
 from ingest.chunker import chunk_document
 from ocr_engine.schema import BlockType
@@ -170,6 +172,48 @@ def test_a_fiscal_quarter_meets_the_column_dated_in_its_calendar_year() -> None:
     calendar = AnswerOptions(fiscal_calendar=lambda _doc_id: card.fiscal_calendar)
     first = _first(question, QUARTER, options=calendar)
     assert first.startswith("Accounts payable, July 29, 2023: 5,471")
+
+
+CASH_FLOWS = _table(
+    "Condensed Consolidated Statements of Cash Flows",
+    ["", "Six Months Ended July 29, 2023", "Six Months Ended July 30, 2022"],
+    [
+        ["Depreciation and amortization", "435", "443"],
+        ["Accounts payable", "(206)", "(1,632)"],
+    ],
+)
+
+
+class _SameVector:
+    """Every text the same vector: the sentences are ordered by their words alone."""
+
+    name, dim, max_tokens = "same", 2, 256
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return np.tile(np.array([1.0, 0.0], dtype=np.float32), (len(texts), 1))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.array([1.0, 0.0], dtype=np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_a_balance_at_a_date_is_read_from_a_column_of_that_date() -> None:
+    """ "At the end of Q2" asks for the balance sheet's July 29, 2023 column, not the cash flow
+    statement's change over the six months ended that day, though both rows are "Accounts
+    payable", both columns are dated in the quarter and the cash flow column's "Ended" shares
+    a word with the question."""
+    calendar = AnswerOptions(
+        fiscal_calendar=lambda _doc_id: (
+            DocumentCard(year=2024, quarter=2, period_end=date(2023, 7, 29)).fiscal_calendar
+        )
+    )
+    question = "What were accounts payable at the end of Q2 FY2024?"
+    hits = [ScoredChunk(chunk=c, score=0.9) for c in (CASH_FLOWS, QUARTER)]
+    answer = extractive_answer(question, hits, embedder=_SameVector(), options=calendar)
+    assert answer.text is not None
+    assert answer.text.startswith("Accounts payable, July 29, 2023: 5,471")
 
 
 QUALIFIED = _table(
