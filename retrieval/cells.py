@@ -79,7 +79,8 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
     rows carried right. An upper row with a heading over fewer than half the columns spans
     ("Year ended December 31, 2018" over five columns); a fuller one is a heading's wrapped line
     ("United | Asia | Middle East" over "States | Pacific | & Africa") and carries nothing, as
-    a heading right beside another does not ("Europe, | Latin": two wrapped first lines)."""
+    a heading right beside another does not ("Europe, | Latin": two wrapped first lines), nor
+    one over the labels ("Assets" names a section of rows)."""
     per_col: list[list[str]] = [[] for _ in range(n_cols)]
     for depth, row in enumerate(rows):
         carried = ""
@@ -88,7 +89,7 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
             text = row[col] if col < len(row) else ""
             if text:
                 beside = col > 1 and col - 1 < len(row) and bool(row[col - 1])
-                carried = "" if beside else text
+                carried = "" if beside or col == 0 else text
             elif spans and col > 0:
                 text = carried
             if text and text not in per_col[col]:

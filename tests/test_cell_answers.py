@@ -197,3 +197,21 @@ def test_the_heading_over_the_labels_dates_the_columns_that_name_no_year() -> No
     assert [c.header for c in table_cells(wrapped)] == ["May 26, 2019", "May 27, 2018"]
     dated = _rows_chunk(["| Years ended | 2022 | 2021 |", "| Asia | $8,393 | $5,845 |"])
     assert [c.header for c in table_cells(dated)] == ["2022", "2021"]
+
+
+def test_a_section_row_over_the_labels_heads_no_column() -> None:
+    """A balance sheet's "Assets" and "Current assets" rows stand over the labels before the
+    first figures: they name sections of rows, not what the date columns hold (the liabilities
+    below were "Accounts payable, July 29, 2023, Assets")."""
+    chunk = _rows_chunk(
+        [
+            "| | July 29, 2023 | January 28, 2023 |",
+            "| Assets | | |",
+            "| Current assets | | |",
+            "| Accounts payable | $ 5,471 | $ 5,687 |",
+        ]
+    )
+    assert [c.text for c in table_cells(chunk)] == [
+        "Accounts payable, July 29, 2023: $ 5,471",
+        "Accounts payable, January 28, 2023: $ 5,687",
+    ]
