@@ -287,10 +287,12 @@ def _rank(
     sentences: list[_Sentence],
     ignored: frozenset[str] = frozenset(),
 ) -> list[float]:
-    """Support of each sentence: IDF-weighted share of the question terms (but `ignored`),
-    times the hit weight."""
+    """Support of each sentence: IDF-weighted share of the question terms (but `ignored`) and
+    of the other names of a line item it names ("topline" is "revenues"), times the hit
+    weight."""
     wanted = (set(stems(question)) - ignored) or set(stems(question))
     wanted = wanted or set(stems(question, keep_stopwords=True))
+    wanted |= {t for name in other_names(question) for t in stems(name)} - ignored
     if not wanted or not sentences:
         return [0.0] * len(sentences)
     df = Counter(t for s in sentences for t in s.terms & wanted)

@@ -379,3 +379,26 @@ def test_an_amount_is_not_answered_by_a_share_of_it() -> None:
     )
     share = "What percentage of total company revenues did Commercial Airplanes make in 2022?"
     assert _first(share, segment, location).startswith("% of total company revenues, 2022: 39 %")
+
+
+def test_a_measures_other_names_are_words_of_the_question() -> None:
+    """ "Topline" is revenue: a sentence naming net revenues supports the answer, as the search
+    already finds its page by that name, though it shares no word with the question."""
+    china = _paragraph(
+        "MGM China",
+        [
+            "Net revenues of $674 million in the current year compared to $1.2 billion in the "
+            "prior year, a decrease of 44%."
+        ],
+    )
+    rooms = _paragraph(
+        "Regional Operations",
+        [
+            "Regional Operations rooms revenue was $284 million in 2022, compared to $221 "
+            "million in 2021, an increase of 29%."
+        ],
+    )
+    question = "Which region had the worst topline performance for MGM during FY2022?"
+    hits = [ScoredChunk(chunk=chunk, score=0.9) for chunk in (rooms, china)]
+    answer = extractive_answer(question, hits, embedder=_model())
+    assert answer.text is not None and "Net revenues of $674 million" in answer.text
