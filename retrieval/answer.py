@@ -79,6 +79,20 @@ _PART_OF_YEAR = re.compile(
 )
 _AT_A_DATE = re.compile(r"\b(?:at|as of) (?:the )?(?:end|close) of\b|\bas of\b", re.I)
 _DURATION = re.compile(r"\b(?:months?|weeks?|years?|quarters?|periods?) (?:ended|ending)\b", re.I)
+_SPANS = [
+    (re.compile(p, re.I), re.compile(c, re.I))
+    for p, c in (
+        (
+            r"\bQ[1-4]\b|\bquarter|\b(?:three|3|13)[- ](?:months?|weeks?)\b",
+            r"\b(?:three|3|13)[- ](?:months?|weeks?)\b|\bquarter",
+        ),
+        (
+            r"\b(?:six|6|26)[- ](?:months?|weeks?)\b|\bH[12]\b|\b(?:first|second) half\b",
+            r"\b(?:six|6|26)[- ](?:months?|weeks?)\b|\bhalf\b",
+        ),
+        (r"\b(?:nine|9|39)[- ](?:months?|weeks?)\b", r"\b(?:nine|9|39)[- ](?:months?|weeks?)\b"),
+    )
+]  # the span of time a question asks for, and a column header covering it
 _MEET = 1.5
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
 _WHOLE = frozenset(stems("total worldwide consolidated combined"))  # a column of the whole
@@ -238,8 +252,7 @@ def _meet(
     labelled = {i: label_weight(c) for i, c in dated.items()}
     best = max(labelled.values(), default=0.0)
     named_row = [i for i, w in labelled.items() if best > 0 and w >= best - 1e-9]
-    if _AT_A_DATE.search(question):  # a balance at a date, not a flow over the period ending then
-        named_row = [i for i in named_row if not _DURATION.search(cells[i].header)] or named_row
+    named_row = _columns_of_span(question, named_row, cells)
     asked = set(stems(question)) - years - _WHEN - ignored
     cells_met = _columns_asked(sentences, named_row, asked)
     worded = [weight(s.terms & measure) if s.cell is None else 0.0 for s in sentences]
@@ -253,6 +266,18 @@ def _meet(
             meets = dated_text and worded[i] >= most - 1e-9
         factors.append(_MEET if meets else 1.0)
     return factors
+
+
+def _columns_of_span(question: str, found: list[int], cells: dict[int, TableCellText]) -> list[int]:
+    """Of the `found` cells, those whose column covers the span of time the question asks for,
+    when some do: a balance "at the end of" a period is a column of its date, not of the months
+    ended then; a quarter's figure is the three months' column, not the six months' beside it."""
+    if _AT_A_DATE.search(question):
+        found = [i for i in found if not _DURATION.search(cells[i].header)] or found
+    for asks, column in _SPANS:
+        if asks.search(question):
+            return [i for i in found if column.search(cells[i].header)] or found
+    return found
 
 
 def _columns_asked(sentences: list[_Sentence], cells: list[int], asked: set[str]) -> set[int]:

@@ -76,15 +76,16 @@ def _split(row: str) -> list[str]:
 
 def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
     """The header text of each column: its header cells top to bottom, the spans of upper
-    rows carried right. An upper row with a heading over fewer than half the columns spans
-    ("Year ended December 31, 2018" over five columns); a fuller one is a heading's wrapped line
+    rows carried right. An upper row with a heading over half the columns or fewer spans
+    ("Year ended December 31, 2018" over five columns; "Three Months Ended" and "Six Months
+    Ended" over two each); a fuller one is a heading's wrapped line
     ("United | Asia | Middle East" over "States | Pacific | & Africa") and carries nothing, as
     a heading right beside another does not ("Europe, | Latin": two wrapped first lines), nor
     one over the labels ("Assets" names a section of rows)."""
     per_col: list[list[str]] = [[] for _ in range(n_cols)]
     for depth, row in enumerate(rows):
         carried = ""
-        spans = depth < len(rows) - 1 and 2 * sum(1 for c in row[1:] if c) < n_cols - 1
+        spans = depth < len(rows) - 1 and 2 * sum(1 for c in row[1:] if c) <= n_cols - 1
         for col in range(n_cols):
             text = row[col] if col < len(row) else ""
             if text:

@@ -215,3 +215,22 @@ def test_a_section_row_over_the_labels_heads_no_column() -> None:
         "Accounts payable, July 29, 2023: $ 5,471",
         "Accounts payable, January 28, 2023: $ 5,687",
     ]
+
+
+def test_headings_over_half_the_columns_each_span_theirs() -> None:
+    """A 10-Q's "Three Months Ended" and "Six Months Ended" each stand over two date columns:
+    both dates of each name their span (the second date lost it, so the quarter a year ago and
+    the six months a year ago read alike, "Revenue, July 30, 2022")."""
+    chunk = _rows_chunk(
+        [
+            "| | Three Months Ended | | Six Months Ended | |",
+            "| | July 29, 2023 | July 30, 2022 | July 29, 2023 | July 30, 2022 |",
+            "| Revenue | $ 9,583 | $ 10,329 | $ 19,050 | $ 20,976 |",
+        ]
+    )
+    assert [c.header for c in table_cells(chunk)] == [
+        "Three Months Ended, July 29, 2023",
+        "Three Months Ended, July 30, 2022",
+        "Six Months Ended, July 29, 2023",
+        "Six Months Ended, July 30, 2022",
+    ]

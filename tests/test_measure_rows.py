@@ -228,6 +228,34 @@ QUALIFIED = _table(
 )
 
 
+SPANS = _table(
+    "Condensed Consolidated Statements of Earnings",
+    ["", "Six Months Ended July 29, 2023", "Three Months Ended July 29, 2023"],
+    [["Revenue", "$ 19,050", "$ 9,583"], ["Cost of sales", "14,680", "7,363"]],
+)
+
+
+def test_a_quarters_figure_is_read_from_the_three_months_column() -> None:
+    """ "Q2" asks for the three months ended with the quarter, not the six months beside them,
+    though both columns are dated in it; "the first half" asks for the six months."""
+    calendar = AnswerOptions(
+        fiscal_calendar=lambda _doc_id: (
+            DocumentCard(year=2024, quarter=2, period_end=date(2023, 7, 29)).fiscal_calendar
+        )
+    )
+    hits = [ScoredChunk(chunk=SPANS, score=0.9)]
+    quarter = extractive_answer("What was revenue in Q2 FY2024?", hits, options=calendar)
+    assert quarter.text is not None and quarter.text.startswith(
+        "Revenue, Three Months Ended July 29, 2023: $ 9,583"
+    )
+    half = extractive_answer(
+        "What was revenue in the first half of FY2024?", hits, options=calendar
+    )
+    assert half.text is not None and half.text.startswith(
+        "Revenue, Six Months Ended July 29, 2023: $ 19,050"
+    )
+
+
 def test_a_rows_qualifier_names_no_measure() -> None:
     """ "Receivables, net" counts receivables, and "Other, net" counts nothing a question of
     net debt asks for: "net" qualifies a row, it does not name what the row counts."""
