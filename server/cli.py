@@ -1,4 +1,4 @@
-"""The `folio` command line: extract, ingest, query, serve."""
+"""The `folio` command line: read PDFs into an index, ask it, serve it (API, web page, MCP)."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def ingest(
     force: Annotated[bool, typer.Option(help="process again files already indexed")] = False,
     ocr: Ocr = None,
     ocr_url: OcrUrl = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log each step (INFO)")] = False,
 ) -> None:
     """Bring the index in line with folders and files: new and changed PDFs are ingested,
     deleted ones removed, renamed and copied ones relinked; exits 1 when a file failed."""
@@ -123,7 +123,7 @@ def retry(
     all_failed: Annotated[
         bool, typer.Option("--all", help="also files that failed for good (bad input)")
     ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log each step (INFO)")] = False,
 ) -> None:
     """Process failed documents again now, without waiting for their backoff."""
     setup_logging(verbose)

@@ -462,6 +462,28 @@ def test_document_text_is_shown_as_text_never_as_markup(
     assert errors == []
 
 
+def test_a_report_of_no_known_kind_is_listed_by_its_title(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """Two reports of one organisation are told apart by their titles in the list: a card of
+    no known kind leads with its title, then its organisation (and year, when it has one)."""
+    import pymupdf
+    from playwright.sync_api import expect
+
+    _services, base = site
+    data = fact_pdf("Views of China", [("Summary", "Most Americans see China as a competitor.")])
+    with pymupdf.open(stream=data) as doc:
+        doc.set_metadata({"author": "Pew Research Center", "title": "Views of China in 2021"})
+        data = doc.tobytes()
+    _ingest(base, "pew report.pdf", data)
+    page, errors = open_page(base)
+    row = page.locator("li.doc", has_text="pew report.pdf")
+    expect(row.locator(".doc-card")).to_have_text(
+        "Views of China in 2021 · Pew Research Center", timeout=SLOW_MS
+    )
+    assert errors == []
+
+
 def test_a_scanned_page_is_cited_and_highlighted_the_same_way(
     open_page: Any, scan_site: tuple[Services, str], shots: Path
 ) -> None:

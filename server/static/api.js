@@ -143,6 +143,6 @@ export async function* readEvents(response, { comments = false } = {}) {
 
 export function describe(error) {
   if (error instanceof ApiError) return `${error.message} (${error.code})`;
-  if (error && error.name === "TypeError") return "The server could not be reached.";
+  if (error && error.name === "TypeError") return "The server could not be reached";
   return String((error && error.message) || error);
 }

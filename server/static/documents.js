@@ -197,14 +197,16 @@ const KIND_WORDS = {
 };
 
 /** organisation · kind · period, from a document's card (empty without one); a card that
- * names neither organisation nor kind shows its title, not a year read from the text alone. */
+ * names neither organisation nor kind shows its title, not a year read from the text alone, and
+ * one of no known kind leads with its title (two reports of one organisation and year differ). */
 function cardLine(card) {
   if (!card) return "";
   const kind = (KIND_WORDS[card.kind] ?? card.kind) + (card.form ? ` (${card.form})` : "");
   if (!card.organisation && !kind) return card.title || "";
   const year = card.year ? `${card.form ? "FY" : ""}${card.year}` : "";
   const period = [card.quarter && year ? `Q${card.quarter}` : "", year, card.period_end || ""];
-  return [card.organisation, kind, period.filter(Boolean).join(" ")].filter(Boolean).join(" · ");
+  const parts = [kind ? "" : card.title, card.organisation, kind, period.filter(Boolean).join(" ")];
+  return parts.filter(Boolean).join(" · ");
 }
 
 function makeRow(entry) {
