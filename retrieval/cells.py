@@ -81,7 +81,8 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
     Ended" over two each); a fuller one is a heading's wrapped line
     ("United | Asia | Middle East" over "States | Pacific | & Africa") and carries nothing, as
     a heading right beside another does not ("Europe, | Latin": two wrapped first lines), nor
-    one over the labels ("Assets" names a section of rows)."""
+    one over the labels below the first row ("Assets" under the dates names a section of rows;
+    a first row's is the table's title)."""
     per_col: list[list[str]] = [[] for _ in range(n_cols)]
     for depth, row in enumerate(rows):
         carried = ""
@@ -90,7 +91,7 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
             text = row[col] if col < len(row) else ""
             if text:
                 beside = col > 1 and col - 1 < len(row) and bool(row[col - 1])
-                carried = "" if beside or col == 0 else text
+                carried = "" if beside or (col == 0 and depth > 0) else text
             elif spans and col > 0:
                 text = carried
             if text and text not in per_col[col]:
