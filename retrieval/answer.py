@@ -93,6 +93,12 @@ _SPANS = [
         (r"\b(?:nine|9|39)[- ](?:months?|weeks?)\b", r"\b(?:nine|9|39)[- ](?:months?|weeks?)\b"),
     )
 ]  # the span of time a question asks for, and a column header covering it
+_FIGURE = re.compile(r"\d")
+_PERIOD_WORDS = re.compile(  # what dates a sentence, which states no figure of the measure
+    r"(?<!\d)(?:19|20)\d{2}(?:[-/]\d{2})?(?!\d)|\b(?:FY|Q|H)\s?'?\d{1,2}\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b",
+    re.I,
+)
 _MEET = 1.5
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
 _WHOLE = frozenset(stems("total worldwide consolidated combined"))  # a column of the whole
@@ -263,6 +269,7 @@ def _meet(
             meets = i in cells_met
         else:
             dated_text = bool(periods(s.text) & years and s.terms & measure)
+            dated_text = dated_text and bool(_FIGURE.search(_PERIOD_WORDS.sub(" ", s.text)))
             meets = dated_text and worded[i] >= most - 1e-9
         factors.append(_MEET if meets else 1.0)
     return factors

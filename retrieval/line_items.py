@@ -63,6 +63,12 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     r"\bCOGS\b": _COST_NAMES,
     r"\btop[- ]?line\b": _SALES_NAMES,
     r"\bbottom[- ]?line\b": ("net income",),
+    r"\bEPS\b": ("earnings per share",),
+    r"\bR&D\b": ("research and development",),
+    r"\bSG&A\b": ("selling general and administrative",),
+    r"\bD&A\b": ("depreciation and amortization",),
+    r"\bCEO\b": ("chief executive officer",),
+    r"\bCFO\b": ("chief financial officer",),
 }
 _STATEMENTS: dict[str, str] = {
     r"balance sheets?|statements? of financial position": (

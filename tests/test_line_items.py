@@ -40,6 +40,10 @@ OTHER = [
         ("Which region had the worst topline performance in 2022?", "net sales"),
         ("Which category performed best (by top line)?", "revenues"),
         ("How did the bottom line change in 2022?", "net income"),
+        ("What was diluted EPS in Q2 of fiscal 2024?", "earnings per share"),
+        ("How much was spent on R&D in 2015?", "research and development"),
+        ("What were SG&A expenses in 2022?", "selling general and administrative"),
+        ("Who is Best Buy's CEO?", "chief executive officer"),
     ],
 )
 def test_a_named_measure_brings_its_line_items(question: str, expected: str) -> None:
@@ -49,7 +53,12 @@ def test_a_named_measure_brings_its_line_items(question: str, expected: str) -> 
 
 @pytest.mark.parametrize(
     "question",
-    ["Which road leads to the museum?", "Who founded it?", "Sign on the bottom lines below."],
+    [
+        "Which road leads to the museum?",
+        "Who founded it?",
+        "Sign on the bottom lines below.",
+        "Which steps do the EPSON printer's reps take?",
+    ],
 )
 def test_words_that_merely_contain_a_measure_add_nothing(question: str) -> None:
     assert with_line_items(question) == question

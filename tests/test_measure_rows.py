@@ -430,3 +430,23 @@ def test_a_measures_other_names_are_words_of_the_question() -> None:
     hits = [ScoredChunk(chunk=chunk, score=0.9) for chunk in (rooms, china)]
     answer = extractive_answer(question, hits, embedder=_model())
     assert answer.text is not None and "Net revenues of $674 million" in answer.text
+
+
+def test_an_acronym_names_its_row() -> None:
+    """ "EPS" is earnings per share: the row of that name answers, diluted as asked, not a
+    sentence that names the measure and the year but states no figure."""
+    table = _table(
+        "Consolidated Statements of Earnings",
+        ["", "2016", "2015"],
+        [
+            ["Net earnings", "1,228", "897"],
+            ["Basic earnings per share", "$ 3.81", "$ 2.61"],
+            ["Diluted earnings per share", "$ 3.74", "$ 2.56"],
+            ["Weighted-average common shares outstanding", "322.6", "343.6"],
+        ],
+    )
+    remark = _paragraph("Overview", ["Diluted EPS grew in 2016 on higher net earnings."])
+    for chunks in [(table, remark), (remark, table)]:
+        assert _first("What was diluted EPS in 2016?", *chunks).startswith(
+            "Diluted earnings per share, 2016: $ 3.74"
+        )
