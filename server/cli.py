@@ -24,7 +24,9 @@ from server.cli_support import (
     shown,
 )
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode="markdown"
+)
 
 DataDir = Annotated[
     Path | None,
@@ -310,9 +312,10 @@ def serve(
 
 @app.command()
 def worker(data_dir: DataDir = None) -> None:
-    """Read page windows for a coordinator (`folio serve`/`ingest` with FOLIO_BROKER_URL set) from
-    the broker at FOLIO_BROKER_URL; it reads DATA_DIR/documents and writes nothing there. The OCR
-    endpoint comes with each window, its API key from this worker's FOLIO_OCR_API_KEY."""
+    """Scale-out only (docs/scaling.md): read page windows for a coordinator (`folio serve` or
+    `ingest` with FOLIO_BROKER_URL set) from the broker at FOLIO_BROKER_URL; it reads
+    DATA_DIR/documents and writes nothing there. The OCR endpoint comes with each window, its API
+    key from this worker's FOLIO_OCR_API_KEY."""
     import signal
     import threading
 

@@ -78,6 +78,16 @@ def test_help_says_each_options_default_and_environment_variable() -> None:
     assert "(env FOLIO_OCR_URL)" in result.output
 
 
+def test_help_lists_each_command_in_whole_sentences() -> None:
+    """A command's description is reflowed, not cut where its docstring's lines end
+    ("new and changed PDFs are ingested," then "deleted ones removed" on a line of its own)."""
+    result = CliRunner().invoke(cli_app, ["--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "PDFs are ingested, deleted ones removed, renamed and copied ones relinked" in (
+        result.output
+    )
+
+
 @pytest.mark.parametrize("command", [["query", "What is it?"], ["docs"], ["retry"]])
 def test_reading_a_directory_without_an_index_says_so_and_creates_nothing(
     tmp_path: Path, command: list[str]
