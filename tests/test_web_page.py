@@ -484,6 +484,28 @@ def test_a_report_of_no_known_kind_is_listed_by_its_title(
     assert errors == []
 
 
+def test_a_file_that_failed_before_any_page_offers_no_pages(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """A file with a PDF's first bytes that no reader can open fails with its reason; its row
+    offers no "Pages" or "Page cards" to open, since it has none."""
+    from playwright.sync_api import expect
+
+    _services, base = site
+    with httpx.Client(base_url=base, timeout=60) as client:
+        accepted = client.post(
+            "/documents", files={"file": ("broken.pdf", b"%PDF-1.7\nnot a body", PDF_TYPE)}
+        )
+        assert accepted.status_code == 202, accepted.text
+    page, errors = open_page(base)
+    row = page.locator("li.doc", has_text="broken.pdf")
+    expect(row).to_have_attribute("data-status", "failed", timeout=SLOW_MS)
+    expect(row.locator(".doc-errors")).not_to_be_empty()
+    expect(row.locator("summary", has_text="Pages")).to_be_hidden()
+    expect(row.locator("summary", has_text="Page cards")).to_be_hidden()
+    assert errors == []
+
+
 def test_a_scanned_page_is_cited_and_highlighted_the_same_way(
     open_page: Any, scan_site: tuple[Services, str], shots: Path
 ) -> None:

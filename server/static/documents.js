@@ -272,8 +272,12 @@ function paint(entry) {
   setText(errors, (record.errors || []).join("; "));
   errors.hidden = !(record.errors || []).length;
   const details = row.querySelector("details");
+  const cards = row.querySelector(".card-details");
+  const unread = record.status === "failed" && !record.pages; // not a PDF, empty: no page to show
+  details.hidden = unread;
+  cards.hidden = unread;
   if (details.open && DONE.has(record.status)) loadPages(entry);
-  if (row.querySelector(".card-details").open) showCards(entry, false);
+  if (cards.open) showCards(entry, false);
 }
 
 /** The document's page cards (rebuilt when its page count changes, else refreshed, live). */
