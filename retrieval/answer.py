@@ -239,6 +239,8 @@ def _meet(
     def label_weight(cell: TableCellText) -> float:
         words = stems(cell.label, keep_stopwords=True)  # "Other, net" is no one-word label
         label = set(words)
+        if label and label <= _WHOLE:  # a "Total" row counts what its column names ("Stores")
+            return weight(set(stems(_PARENTHESES.sub(" ", cell.header))) & own)
         counted = own.union(*(name for name in names if name <= label))  # another name, whole
         matched = label & counted
         named = [w for w in words if w not in _QUALIFIERS]  # "Receivables, net" counts receivables

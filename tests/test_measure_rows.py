@@ -450,3 +450,28 @@ def test_an_acronym_names_its_row() -> None:
         assert _first("What was diluted EPS in 2016?", *chunks).startswith(
             "Diluted earnings per share, 2016: $ 3.74"
         )
+
+
+def test_a_total_row_counts_what_its_column_names() -> None:
+    """A store table names what it counts in its columns ("Stores at End of Quarter") and its
+    rows by banner, the last "Total": that row meets a question of how many stores the company
+    had, where no row label names stores (the banner named like the company is no answer)."""
+    stores = _table(
+        "Domestic segment stores",
+        ["", "Fiscal 2024 Stores at Beginning of Quarter", "Fiscal 2024 Stores at End of Quarter"],
+        [
+            ["Best Buy", "932", "930"],
+            ["Outlet Centers", "20", "22"],
+            ["Yardbird", "13", "17"],
+            ["Total", "965", "969"],
+        ],
+    )
+    plans = _paragraph(
+        "Store plans",
+        ["In fiscal 2024 we plan to close 20 to 30 large format stores and open 5 outlets."],
+    )
+    question = "How many stores did Best Buy have at the end of the quarter in fiscal 2024?"
+    company = AnswerOptions(name_terms=frozenset(stems("Best Buy")))
+    for chunks in [(stores, plans), (plans, stores)]:
+        answer = _first(question, *chunks, options=company)
+        assert answer.startswith("Total, Fiscal 2024 Stores at End of Quarter: 969"), answer
