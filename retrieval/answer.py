@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_engine.geometry import union
 from retrieval.cells import TableCellText, is_table_row, periods, table_cells
+from retrieval.doc_card import DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
@@ -99,10 +100,13 @@ _PERIOD_WORDS = re.compile(  # what dates a sentence, which states no figure of 
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b",
     re.I,
 )
+_QUARTER_NAMED = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth) quarter\b", re.I)
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 _MEET = 1.5
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
 _WHOLE = frozenset(stems("total worldwide consolidated combined"))  # a column of the whole
 _WHEN = frozenset(stems("period year fiscal fy quarter month annual end ended ending beginning"))
+_EDGES = frozenset(stems("end beginning"))  # which edge of a period: "Stores at End of Quarter"
 RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
 PageRange = tuple[int | None, int | None]
@@ -125,9 +129,10 @@ class AnswerOptions:
     better supported (measured in docs/benchmarks.md); `table_rest` gives the other pieces, on
     its page, of a table chunked in row groups (a store lookup), whose cells are candidates as
     if they were the hit's own: the search keeps one chunk a page, and the row that answers can
-    lie in its neighbour; `fiscal_calendar` gives, by doc_id, a document's fiscal year and the
-    calendar year it ends in where they differ (its card's), so that "Q2 FY2024" meets a column
-    dated "July 29, 2023" in it."""
+    lie in its neighbour; `card_of` gives, by doc_id, a document's card: where its fiscal year is
+    not the calendar year it ends in, "Q2 FY2024" meets a column dated "July 29, 2023" in it,
+    and a quarterly report's quarter dates a question naming that quarter alone ("at the end of
+    Q2")."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -139,7 +144,7 @@ class AnswerOptions:
     name_terms: frozenset[str] = frozenset()
     rank_prior: float = 0.0
     table_rest: Callable[[Chunk], Sequence[Chunk]] | None = None
-    fiscal_calendar: Callable[[str], tuple[str, str] | None] | None = None
+    card_of: Callable[[str], DocumentCard | None] | None = None
 
 
 class Answer(NamedTuple):
@@ -196,7 +201,7 @@ def _meet(
     sentences: list[_Sentence],
     hits: Sequence[ScoredChunk],
     ignored: frozenset[str] = frozenset(),
-    fiscal_calendar: Callable[[str], tuple[str, str] | None] | None = None,
+    card_of: Callable[[str], DocumentCard | None] | None = None,
 ) -> list[float]:
     """`_MEET` for a candidate where the question's measure and period meet, else 1: a
     sentence naming the question's year and the measure's terms best among the sentences (a
@@ -208,19 +213,20 @@ def _meet(
     words of a period ("year end", "period") and the `ignored` name terms (the company a filing
     is about names every row of it), and the `other_names` of a line item it names, which a row
     label counts only whole ("Gross property, plant and equipment" is no capex). In a document
-    whose fiscal year is not the calendar year it ends in (`fiscal_calendar`), a column dated
+    whose fiscal year is not the calendar year it ends in (its card, `card_of`), a column dated
     in that calendar year is dated in the fiscal year too ("July 29, 2023" is Q2 FY2024 at Best
-    Buy). A question of a balance "at the end of" a period meets a column of its date, not one
-    of the months or years ended then (a cash flow statement's change in the same row)."""
-    years = periods(question)
+    Buy); a question naming a quarter but no year is dated by the quarterly reports of that
+    quarter among the hits. A question of a balance "at the end of" a period meets a column of
+    its date, not one of the months or years ended then (a cash flow statement's change in the
+    same row)."""
+    cards = {d: card_of(d) for d in {h.chunk.doc_id for h in hits}} if card_of else {}
+    years = periods(question) or _years_of_quarter(question, cards)
     if not years:
         return [1.0] * len(sentences)
     own = set(stems(_PART_OF_YEAR.sub(" ", measure_text(question)))) - years - _WHEN - ignored
     names = [frozenset(stems(name)) for name in other_names(question)]
     measure = own.union(*names)
-    calendars = (
-        {d: fiscal_calendar(d) for d in {h.chunk.doc_id for h in hits}} if fiscal_calendar else {}
-    )
+    calendars = {d: card.fiscal_calendar for d, card in cards.items() if card is not None}
     dated_as = {
         doc_id: years | {calendar[1]}
         for doc_id, calendar in calendars.items()
@@ -261,7 +267,8 @@ def _meet(
     best = max(labelled.values(), default=0.0)
     named_row = [i for i, w in labelled.items() if best > 0 and w >= best - 1e-9]
     named_row = _columns_of_span(question, named_row, cells)
-    asked = set(stems(question)) - years - _WHEN - ignored
+    named_row = _columns_of_quarter_end(question, named_row, sentences, hits, cards)
+    asked = set(stems(question)) - years - (_WHEN - _EDGES) - ignored  # "end" names a column
     cells_met = _columns_asked(sentences, named_row, asked)
     worded = [weight(s.terms & measure) if s.cell is None else 0.0 for s in sentences]
     most = max(worded, default=0.0)
@@ -275,6 +282,43 @@ def _meet(
             meets = dated_text and worded[i] >= most - 1e-9
         factors.append(_MEET if meets else 1.0)
     return factors
+
+
+def _years_of_quarter(question: str, cards: dict[str, DocumentCard | None]) -> set[str]:
+    """The fiscal years of the quarterly reports, among `cards`, of the quarter a question names
+    without a year ("at the end of Q2" asked of a Q2 10-Q); none when it names no quarter."""
+    named = _QUARTER_NAMED.search(question)
+    if named is None:
+        return set()
+    quarter = int(named.group(1)) if named.group(1) else _ORDINALS[named.group(2).lower()]
+    return {str(c.year) for c in cards.values() if c and c.quarter == quarter and c.year}
+
+
+def _columns_of_quarter_end(
+    question: str,
+    found: list[int],
+    sentences: list[_Sentence],
+    hits: Sequence[ScoredChunk],
+    cards: dict[str, DocumentCard | None],
+) -> list[int]:
+    """Of the `found` cells, those of a quarterly report's column dated the day its quarter ended,
+    when the question names that quarter ("Q2" of the 10-Q for the quarter ended July 29, 2023:
+    the July 29, 2023 column, not the fiscal year's end beside it), when some are."""
+    named = _QUARTER_NAMED.search(question)
+    if named is None:
+        return found
+    quarter = int(named.group(1)) if named.group(1) else _ORDINALS[named.group(2).lower()]
+
+    def on_quarter_end(i: int) -> bool:
+        card = cards.get(hits[sentences[i].hit].chunk.doc_id)
+        if card is None or card.quarter != quarter or card.period_end is None:
+            return False
+        end = card.period_end
+        day = rf"\b(?:{end.strftime('%B')}|{end.strftime('%b')})\.?\s+0?{end.day}\b"
+        cell = sentences[i].cell
+        return cell is not None and re.search(day, cell.header, re.I) is not None
+
+    return [i for i in found if on_quarter_end(i)] or found
 
 
 def _columns_of_span(question: str, found: list[int], cells: dict[int, TableCellText]) -> list[int]:
@@ -302,7 +346,8 @@ def _columns_asked(sentences: list[_Sentence], cells: list[int], asked: set[str]
         rows.setdefault((sentences[i].hit, cell.line), []).append((i, head))
     kept: set[int] = set()
     for row in rows.values():
-        named = [i for i, head in row if head & asked]
+        most = max((len(head & asked) for _, head in row), default=0)
+        named = [i for i, head in row if most and len(head & asked) == most]
         whole = [i for i, head in row if head & _WHOLE]
         kept.update(named or whole or [i for i, _ in row])
     return kept
@@ -657,7 +702,7 @@ def extractive_answer(
     if not sentences:
         return Answer(None, [], 0.0 if embedder is not None else None)
     meet = (
-        _meet(question, sentences, top, options.name_terms, options.fiscal_calendar)
+        _meet(question, sentences, top, options.name_terms, options.card_of)
         if options.cells
         else [1.0] * len(sentences)
     )

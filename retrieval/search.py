@@ -284,14 +284,9 @@ class Retriever:
             following=self.following,
             table_rest=self.table_rest,
             name_terms=_name_terms(req.question, names),
-            fiscal_calendar=self.fiscal_calendar if self.names is not None else None,
+            card_of=self.names.card if self.names is not None else None,
             rank_prior=RANK_PRIOR if reranked else 0.0,
         )
-
-    def fiscal_calendar(self, doc_id: str) -> tuple[str, str] | None:
-        """A document's fiscal year and the calendar year it ends in, if they differ (its card)."""
-        card = self.names.card(doc_id) if self.names is not None else None
-        return card.fiscal_calendar if card is not None else None
 
     def table_rest(self, chunk: Chunk) -> list[Chunk]:
         """The other row groups of `chunk`'s table on its page, from the store."""

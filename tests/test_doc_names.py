@@ -233,13 +233,13 @@ def test_the_answer_reads_a_documents_fiscal_calendar_from_its_card(tmp_path: Pa
     embedder, store = _index(tmp_path, [_chunk(quarter, "doc_0008.pdf", 1, "Balance sheets.")])
     retriever = Retriever(embedder, store, names=names)
     options = retriever.answer_options(QueryRequest(question="Best Buy's Q2 FY2024 payables?"))
-    assert options.fiscal_calendar is not None
-    assert options.fiscal_calendar(quarter) == ("2024", "2023")
-    assert options.fiscal_calendar("3" * 64) is None  # an annual report ending in its year
+    assert options.card_of is not None
+    read = options.card_of(quarter)
+    assert read is not None and read.fiscal_calendar == ("2024", "2023")
+    annual = options.card_of("3" * 64)  # an annual report ending in its year
+    assert annual is None or annual.fiscal_calendar is None
     assert (
-        Retriever(embedder, store)
-        .answer_options(QueryRequest(question="Payables?"))
-        .fiscal_calendar
+        Retriever(embedder, store).answer_options(QueryRequest(question="Payables?")).card_of
         is None
     )
     store.close()

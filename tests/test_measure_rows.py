@@ -169,7 +169,7 @@ def test_a_fiscal_quarter_meets_the_column_dated_in_its_calendar_year() -> None:
     assert DocumentCard(year=2024).fiscal_calendar is None
 
     question = "What were accounts payable at the end of Q2 FY2024?"
-    calendar = AnswerOptions(fiscal_calendar=lambda _doc_id: card.fiscal_calendar)
+    calendar = AnswerOptions(card_of=lambda _doc_id: card)
     first = _first(question, QUARTER, options=calendar)
     assert first.startswith("Accounts payable, July 29, 2023: 5,471")
 
@@ -205,9 +205,7 @@ def test_a_balance_at_a_date_is_read_from_a_column_of_that_date() -> None:
     payable", both columns are dated in the quarter and the cash flow column's "Ended" shares
     a word with the question."""
     calendar = AnswerOptions(
-        fiscal_calendar=lambda _doc_id: (
-            DocumentCard(year=2024, quarter=2, period_end=date(2023, 7, 29)).fiscal_calendar
-        )
+        card_of=lambda _doc_id: DocumentCard(year=2024, quarter=2, period_end=date(2023, 7, 29))
     )
     question = "What were accounts payable at the end of Q2 FY2024?"
     hits = [ScoredChunk(chunk=c, score=0.9) for c in (CASH_FLOWS, QUARTER)]
@@ -239,9 +237,7 @@ def test_a_quarters_figure_is_read_from_the_three_months_column() -> None:
     """ "Q2" asks for the three months ended with the quarter, not the six months beside them,
     though both columns are dated in it; "the first half" asks for the six months."""
     calendar = AnswerOptions(
-        fiscal_calendar=lambda _doc_id: (
-            DocumentCard(year=2024, quarter=2, period_end=date(2023, 7, 29)).fiscal_calendar
-        )
+        card_of=lambda _doc_id: DocumentCard(year=2024, quarter=2, period_end=date(2023, 7, 29))
     )
     hits = [ScoredChunk(chunk=SPANS, score=0.9)]
     quarter = extractive_answer("What was revenue in Q2 FY2024?", hits, options=calendar)
@@ -475,3 +471,23 @@ def test_a_total_row_counts_what_its_column_names() -> None:
     for chunks in [(stores, plans), (plans, stores)]:
         answer = _first(question, *chunks, options=company)
         assert answer.startswith("Total, Fiscal 2024 Stores at End of Quarter: 969"), answer
+
+
+def test_a_quarter_named_without_a_year_is_the_quarterly_reports() -> None:
+    """Asked of Best Buy's Q2 10-Q, "at the end of Q2" names no year: the report's card dates
+    it (fiscal 2024), its quarter's column is the one dated the day the quarter ended (not the
+    fiscal year's end beside it), and of a row's columns the one the question's words name
+    most ("End of Quarter", not "Beginning of Quarter")."""
+    card = DocumentCard(year=2024, quarter=2, period_end=date(2023, 7, 29))
+    quarterly = AnswerOptions(card_of=lambda _doc_id: card)
+    answer = _first("What were accounts payable at the end of Q2?", QUARTER, options=quarterly)
+    assert answer.startswith("Accounts payable, July 29, 2023: 5,471"), answer
+    stores = _table(
+        "Domestic segment stores",
+        ["", "Fiscal 2024 Stores at Beginning of Quarter", "Fiscal 2024 Stores at End of Quarter"],
+        [["Best Buy", "932", "930"], ["Yardbird", "13", "17"], ["Total", "965", "969"]],
+    )
+    asked = "How many stores were there at the end of Q2?"
+    assert _first(asked, stores, options=quarterly).startswith(
+        "Total, Fiscal 2024 Stores at End of Quarter: 969"
+    )
