@@ -132,7 +132,9 @@ class AnswerOptions:
     lie in its neighbour; `card_of` gives, by doc_id, a document's card: where its fiscal year is
     not the calendar year it ends in, "Q2 FY2024" meets a column dated "July 29, 2023" in it,
     and a quarterly report's quarter dates a question naming that quarter alone ("at the end of
-    Q2")."""
+    Q2"); `subjects` are names the question gives as the owner of what it asks that name no
+    document: an answer must come from hits whose text writes one of them, else there is none
+    ("Apple's iPhone revenue" is not answered from Best Buy's revenue)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -145,6 +147,7 @@ class AnswerOptions:
     rank_prior: float = 0.0
     table_rest: Callable[[Chunk], Sequence[Chunk]] | None = None
     card_of: Callable[[str], DocumentCard | None] | None = None
+    subjects: tuple[str, ...] = ()
 
 
 class Answer(NamedTuple):
@@ -437,6 +440,11 @@ def answer_texts(chunk: Chunk) -> list[str]:
     return list(dict.fromkeys(_in_context(chunk, s.text) for s in _candidates(hit)))
 
 
+def _writes(text: str, names: Sequence[str]) -> bool:
+    """Whether the text writes one of the names, as whole words in any case."""
+    return any(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) for name in names)
+
+
 def _select(
     sentences: list[_Sentence], scores: list[float], limit: int, keep: float = 0.4
 ) -> list[_Sentence]:
@@ -696,6 +704,8 @@ def extractive_answer(
     answer (text None) without hits, or when no pooled sentence is as like the question as
     `options.min_support`."""
     top, ranks = _with_table_rest(list(hits[: options.max_hits]), options.table_rest)
+    if options.subjects and not any(_writes(h.chunk.text, options.subjects) for h in top):
+        return Answer(None, [], 0.0 if embedder is not None else None)
     sentences = _candidates(top, options.pages, options.cells) or _candidates(
         top, cells=options.cells
     )

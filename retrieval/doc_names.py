@@ -25,7 +25,7 @@ from typing import NamedTuple
 from retrieval.doc_card import GENERIC_WORDS, DocumentCard
 from retrieval.text_terms import STOPWORDS
 
-__all__ = ["NameMatch", "Named", "NamedDocuments", "name_words"]
+__all__ = ["NameMatch", "Named", "NamedDocuments", "name_words", "possessors"]
 
 _SPLIT = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[&'’][A-Za-z0-9]+)*")
@@ -176,6 +176,12 @@ class NamedDocuments:
             named = self._seen.get(doc_id)
         return named.card if isinstance(named, Named) else None
 
+    def unknown_subjects(self, question: str) -> tuple[str, ...]:
+        """The names the question writes as owners of what it asks that name no indexed
+        document ("Apple's" asked of Best Buy's filings)."""
+        # matched after a word: a question's first word is capitalised whatever it is
+        return tuple(n for n in possessors(question) if not self.match(f"of {n}").doc_ids)
+
     def match(self, question: str) -> NameMatch:
         """The doc_ids the question names, best first (empty when it names none)."""
         index = self._current()
@@ -196,6 +202,24 @@ class NamedDocuments:
         best = max(scores.values())
         chosen = sorted(d for d, s in scores.items() if s == best)
         return NameMatch(chosen, _without(question, [sp for d in chosen for sp in spans[d]]))
+
+
+_POSSESSOR = re.compile(r"((?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*[A-Za-z0-9])['’]s\b")
+
+
+def possessors(question: str) -> list[str]:
+    """The names a question writes as owners of what it asks ("Apple's iPhone revenue"): runs
+    of capitalised words before 's, less the words that say what kind of file a document is
+    ("the Report's") and a lone word opening the question, capitalised as any first word is."""
+    found = []
+    for match in _POSSESSOR.finditer(question):
+        words = [w for w in match.group(1).split() if w.lower() not in GENERIC_WORDS]
+        while words and words[0].lower() in STOPWORDS:  # "The Company's" is no name
+            words = words[1:]
+        opening = match.start() == 0 and len(words) == 1 and not words[0].isupper()
+        if words and len("".join(words)) >= 3 and not opening:  # "Today's", "Let's": any word
+            found.append(" ".join(words))
+    return found
 
 
 def _without(text: str, spans: list[Span]) -> str:

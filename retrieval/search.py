@@ -285,8 +285,16 @@ class Retriever:
             table_rest=self.table_rest,
             name_terms=_name_terms(req.question, names),
             card_of=self.names.card if self.names is not None else None,
+            subjects=self._unknown_subjects(req),
             rank_prior=RANK_PRIOR if reranked else 0.0,
         )
+
+    def _unknown_subjects(self, req: QueryRequest) -> tuple[str, ...]:
+        """The owners the question names that no document is named by, unless names are off or
+        the request chose its documents."""
+        if self.names is None or req.doc_ids:
+            return ()
+        return self.names.unknown_subjects(req.question)
 
     def table_rest(self, chunk: Chunk) -> list[Chunk]:
         """The other row groups of `chunk`'s table on its page, from the store."""

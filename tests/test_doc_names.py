@@ -243,3 +243,28 @@ def test_the_answer_reads_a_documents_fiscal_calendar_from_its_card(tmp_path: Pa
         is None
     )
     store.close()
+
+
+def test_an_owner_no_document_names_or_writes_is_not_answered_for(tmp_path: Path) -> None:
+    """ "Apple's iPhone revenue" asked of Best Buy's filings: no document is named Apple and
+    no hit writes it, so the documents do not answer (they gave Best Buy's revenue). An owner
+    a hit writes is answered for ("Apple" in a line of products), as is a named document's."""
+    best_buy = "3" * 64
+    lines = [
+        "Revenue in fiscal 2022 was 51,761 million dollars.",
+        "Revenue of the Domestic segment was 47,830 million dollars in fiscal 2022.",
+    ]
+    chunks = [_chunk(best_buy, "doc_0003.pdf", p, line) for p, line in enumerate(lines, 1)]
+    embedder, store = _index(tmp_path, chunks)
+    retriever = Retriever(embedder, store, names=NamedDocuments(lambda: CARDED), min_support=0.0)
+    apple = retriever.query(
+        QueryRequest(question="What was Apple's iPhone revenue in fiscal 2022?")
+    )
+    assert apple.mode == "not_found" and apple.answer is None and apple.hits
+    ours = retriever.query(QueryRequest(question="What was Best Buy's revenue in fiscal 2022?"))
+    assert ours.mode == "extractive" and ours.answer is not None
+    products = _chunk(best_buy, "doc_0003.pdf", 3, "Apple products made up 20% of revenue in 2022.")
+    store.upsert([products], embedder.embed_documents([products.embed_text]))
+    sold = retriever.query(QueryRequest(question="What share of revenue were Apple's products?"))
+    assert sold.mode == "extractive" and sold.answer is not None
+    store.close()
