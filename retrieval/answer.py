@@ -735,6 +735,11 @@ def extractive_answer(
         return Answer(None, [], support)
     if not chosen:  # no lexical support at all: the best hit's opening sentence
         chosen = sentences[:1]
+    met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
+    if (
+        chosen[0].cell is not None and id(chosen[0]) in met
+    ):  # the cell asked for, not its row's others
+        chosen = [s for s in chosen if s.cell is None or id(s) in met]
     text = " ".join(f"{s.text} [{n}]" for n, s in enumerate(chosen, 1))
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations, support)

@@ -491,3 +491,24 @@ def test_a_quarter_named_without_a_year_is_the_quarterly_reports() -> None:
     assert _first(asked, stores, options=quarterly).startswith(
         "Total, Fiscal 2024 Stores at End of Quarter: 969"
     )
+
+
+class _YearAlike(_SameVector):
+    """Texts of 2022 nearer the question than the rest: an embedding that favours the wrong year."""
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        rows = [[0.8, 0.6] if "2022" in text else [0.6, 0.8] for text in texts]
+        return np.array(rows, dtype=np.float32)
+
+
+def test_after_the_cell_asked_for_no_cell_of_another_year_follows() -> None:
+    """The cell where measure and year meet answers; a cell of the same row in another year,
+    however alike in meaning, does not follow it into the answer as a second figure."""
+    sheet = _table(
+        "Balance Sheets",
+        ["", "2023", "2022"],
+        [["Accounts payable", "5,471", "5,406"], ["Long-term debt", "1,145", "1,184"]],
+    )
+    hits = [ScoredChunk(chunk=sheet, score=0.9)]
+    answer = extractive_answer("What were accounts payable in 2023?", hits, embedder=_YearAlike())
+    assert answer.text == "Accounts payable, 2023: 5,471 [1]"
