@@ -287,13 +287,20 @@ def _meet(
     return factors
 
 
+def _named_quarter(question: str) -> int | None:
+    """The quarter a question names ("Q2", "the second quarter"), if any."""
+    named = _QUARTER_NAMED.search(question)
+    if named is None:
+        return None
+    return int(named.group(1)) if named.group(1) else _ORDINALS[named.group(2).lower()]
+
+
 def _years_of_quarter(question: str, cards: dict[str, DocumentCard | None]) -> set[str]:
     """The fiscal years of the quarterly reports, among `cards`, of the quarter a question names
     without a year ("at the end of Q2" asked of a Q2 10-Q); none when it names no quarter."""
-    named = _QUARTER_NAMED.search(question)
-    if named is None:
+    quarter = _named_quarter(question)
+    if quarter is None:
         return set()
-    quarter = int(named.group(1)) if named.group(1) else _ORDINALS[named.group(2).lower()]
     return {str(c.year) for c in cards.values() if c and c.quarter == quarter and c.year}
 
 
@@ -307,10 +314,9 @@ def _columns_of_quarter_end(
     """Of the `found` cells, those of a quarterly report's column dated the day its quarter ended,
     when the question names that quarter ("Q2" of the 10-Q for the quarter ended July 29, 2023:
     the July 29, 2023 column, not the fiscal year's end beside it), when some are."""
-    named = _QUARTER_NAMED.search(question)
-    if named is None:
+    quarter = _named_quarter(question)
+    if quarter is None:
         return found
-    quarter = int(named.group(1)) if named.group(1) else _ORDINALS[named.group(2).lower()]
 
     def on_quarter_end(i: int) -> bool:
         card = cards.get(hits[sentences[i].hit].chunk.doc_id)
