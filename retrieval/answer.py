@@ -269,6 +269,7 @@ def _meet(
     labelled = {i: label_weight(c) for i, c in dated.items()}
     best = max(labelled.values(), default=0.0)
     named_row = [i for i, w in labelled.items() if best > 0 and w >= best - 1e-9]
+    named_row = _closest_labels(question, named_row, cells, measure)
     named_row = _columns_of_span(question, named_row, cells)
     named_row = _columns_of_quarter_end(question, named_row, sentences, hits, cards)
     asked = set(stems(question)) - years - (_WHEN - _EDGES) - ignored  # "end" names a column
@@ -285,6 +286,21 @@ def _meet(
             meets = dated_text and worded[i] >= most - 1e-9
         factors.append(_MEET if meets else 1.0)
     return factors
+
+
+def _closest_labels(
+    question: str, found: list[int], cells: dict[int, TableCellText], measure: set[str]
+) -> list[int]:
+    """Of the cells whose labels name the measure equally well, those whose labels say least
+    besides the question's words: "Cash and cash equivalents" is asked for, not "Increase
+    (decrease) in cash, cash equivalents and restricted cash"."""
+    said = set(stems(question)) | measure | _WHOLE | _QUALIFIERS
+
+    def extra(i: int) -> int:
+        return len(set(stems(_PARENTHESES.sub(" ", cells[i].label))) - said)
+
+    fewest = min((extra(i) for i in found), default=0)
+    return [i for i in found if extra(i) == fewest]
 
 
 def _named_quarter(question: str) -> int | None:

@@ -512,3 +512,30 @@ def test_after_the_cell_asked_for_no_cell_of_another_year_follows() -> None:
     hits = [ScoredChunk(chunk=sheet, score=0.9)]
     answer = extractive_answer("What were accounts payable in 2023?", hits, embedder=_YearAlike())
     assert answer.text == "Accounts payable, 2023: 5,471 [1]"
+
+
+def test_of_rows_naming_the_measure_alike_the_one_saying_least_else_is_met() -> None:
+    """ "Cash and cash equivalents" is asked for. The cash flow statement's rows name it as well
+    ("cash, cash equivalents and restricted cash") and come first among the hits, but say what
+    the question does not ("increase", "restricted"): the row that names it alone is met."""
+    changes = _table(
+        "Consolidated Statements of Cash Flows",
+        ["", "January 28, 2023", "January 29, 2022"],
+        [
+            ["Increase (decrease) in cash, cash equivalents and restricted cash", "(952)", "(20)"],
+            ["Cash, cash equivalents and restricted cash at end of period", "$ 2,253", "$ 3,205"],
+        ],
+    )
+    note = _table(
+        "Cash, Cash Equivalents and Restricted Cash",
+        ["", "January 28, 2023", "January 29, 2022"],
+        [
+            ["Cash and cash equivalents", "$ 1,874", "$ 2,936"],
+            ["Restricted cash included in Other current assets", "379", "269"],
+        ],
+    )
+    question = "What is Cash and cash equivalents for the fiscal year ending January 28, 2023?"
+    hits = [ScoredChunk(chunk=c, score=0.9) for c in (changes, note)]
+    answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
+    assert answer.text is not None
+    assert answer.text.startswith("Cash and cash equivalents, January 28, 2023: $ 1,874")
