@@ -106,6 +106,10 @@ _MEET = 1.5
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
 _WHOLE = frozenset(stems("total worldwide consolidated combined"))  # a column of the whole
 _WHEN = frozenset(stems("period year fiscal fy quarter month annual end ended ending beginning"))
+_MONTHS = frozenset(
+    stems("January February March April May June July August September October November December")
+    + stems("Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec")
+)
 _EDGES = frozenset(stems("end beginning"))  # which edge of a period: "Stores at End of Quarter"
 RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
@@ -212,7 +216,7 @@ def _meet(
     header names the year and whose row label holds the measure's terms best among such cells
     (two of them at least, all of a one-word label, or the label's last word, which names what
     a row counts: "Merchandise inventories"). Terms are weighed by IDF over the candidates. The
-    measure is the question's `measure_text` (no statement it names) without its years, the
+    measure is the question's `measure_text` (no statement it names) without its dates, the
     words of a period ("year end", "period") and the `ignored` name terms (the company a filing
     is about names every row of it), and the `other_names` of a line item it names, which a row
     label counts only whole ("Gross property, plant and equipment" is no capex). In a document
@@ -227,6 +231,7 @@ def _meet(
     if not years:
         return [1.0] * len(sentences)
     own = set(stems(_PART_OF_YEAR.sub(" ", measure_text(question)))) - years - _WHEN - ignored
+    own = {t for t in own if t not in _MONTHS and not t.isdigit()}  # "July 29" is no measure
     names = [frozenset(stems(name)) for name in other_names(question)]
     measure = own.union(*names)
     calendars = {d: card.fiscal_calendar for d, card in cards.items() if card is not None}
@@ -292,15 +297,17 @@ def _closest_labels(
     question: str, found: list[int], cells: dict[int, TableCellText], measure: set[str]
 ) -> list[int]:
     """Of the cells whose labels name the measure equally well, those whose labels say least
-    besides the question's words: "Cash and cash equivalents" is asked for, not "Increase
-    (decrease) in cash, cash equivalents and restricted cash"."""
+    besides the question's words ("Cash and cash equivalents" is asked for, not "Increase
+    (decrease) in cash, cash equivalents and restricted cash"), and of those the ones that say
+    they are the whole ("Total revenue", where a segment's table has a "Revenue" row too)."""
     said = set(stems(question)) | measure | _WHOLE | _QUALIFIERS
 
-    def extra(i: int) -> int:
-        return len(set(stems(_PARENTHESES.sub(" ", cells[i].label))) - said)
+    def rank(i: int) -> tuple[int, bool]:
+        label = set(stems(_PARENTHESES.sub(" ", cells[i].label)))
+        return len(label - said), not label & _WHOLE
 
-    fewest = min((extra(i) for i in found), default=0)
-    return [i for i in found if extra(i) == fewest]
+    best = min((rank(i) for i in found), default=(0, False))
+    return [i for i in found if rank(i) == best]
 
 
 def _named_quarter(question: str) -> int | None:

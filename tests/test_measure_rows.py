@@ -539,3 +539,33 @@ def test_of_rows_naming_the_measure_alike_the_one_saying_least_else_is_met() -> 
     answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
     assert answer.text is not None
     assert answer.text.startswith("Cash and cash equivalents, January 28, 2023: $ 1,874")
+
+
+def test_a_date_the_question_names_is_no_measure_and_a_total_row_is_the_whole() -> None:
+    """ "Revenue for the three months ended July 29, 2023": "July" and "29" name the column,
+    not a row, so a restructuring table's "Total" row under that date does not meet the
+    question; and of the rows named "Revenue", the segment note's "Total revenue" is the
+    company's, where a segment's own table reads "Revenue" too."""
+    header = ["", "Three Months Ended July 29, 2023", "Three Months Ended July 30, 2022"]
+    charges = _table(
+        "Restructuring", header, [["Domestic", "$ (7)", "$ 34"], ["Total", "$ (7)", "$ 34"]]
+    )
+    segment = _table(
+        "International Segment Performance Summary",
+        header,
+        [["Revenue", "$ 693", "$ 724"], ["Operating income", "$ 19", "$ 28"]],
+    )
+    note = _table(
+        "Segments",
+        header,
+        [
+            ["Total Domestic revenue", "$ 8,890", "$ 9,605"],
+            ["Total International revenue", "693", "724"],
+            ["Total revenue", "$ 9,583", "$ 10,329"],
+        ],
+    )
+    question = "What was Best Buy's revenue for the three months ended July 29, 2023?"
+    hits = [ScoredChunk(chunk=c, score=0.9) for c in (charges, segment, note)]
+    answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
+    assert answer.text is not None
+    assert answer.text.startswith("Total revenue, Three Months Ended July 29, 2023: $ 9,583")
