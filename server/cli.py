@@ -243,7 +243,7 @@ def query(
     try:
         request = QueryRequest(question=question, top_k=top_k)
     except ValidationError as exc:
-        typer.echo(f"error: {exc.errors()[0]['msg']}", err=True)
+        typer.echo(f"error: {_question_error(exc, question)}", err=True)
         raise typer.Exit(2) from None
     target = open_or_remote(load_settings(data_dir=data_dir), "query")
     base = ""  # links open in a browser only through a running server
@@ -268,6 +268,17 @@ def query(
         box = ", ".join(f"{v:.0f}" for v in c.bbox)
         link = f"{base}{c.viewer_url}" if base and c.viewer_url else c.highlight_url
         typer.echo(f"  [{c.n}] {c.source} p.{c.page} [{box}]  {link}")
+
+
+def _question_error(exc: Any, question: str) -> str:
+    """What is wrong with the question, in the words `POST /query` uses."""
+    error = exc.errors()[0]
+    if error["type"] == "string_too_long":
+        limit = error["ctx"]["max_length"]
+        return f"the question has {len(question)} characters; at most {limit} are accepted"
+    if error["type"] == "string_too_short":
+        return "the question is empty"
+    return f"the question: {error['msg']}"
 
 
 def _answer_locally(services: Any, request: Any) -> Any:

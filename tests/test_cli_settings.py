@@ -99,3 +99,14 @@ def test_reading_a_directory_without_an_index_says_so_and_creates_nothing(
     assert result.exit_code == 1
     assert "holds no folio index" in result.output and "--data-dir" in result.output
     assert not data.exists()
+
+
+def test_a_question_the_api_would_refuse_is_refused_in_its_words(tmp_path: Path) -> None:
+    """Too long or empty, the CLI says what `POST /query` says, before opening any index."""
+    long = CliRunner().invoke(cli_app, ["query", "x" * 2001, "--data-dir", str(tmp_path)])
+    assert long.exit_code == 2
+    assert "the question has 2001 characters; at most 2000 are accepted" in long.output
+    empty = CliRunner().invoke(cli_app, ["query", "", "--data-dir", str(tmp_path)])
+    assert empty.exit_code == 2
+    assert "the question is empty" in empty.output
+    assert not any(tmp_path.iterdir())

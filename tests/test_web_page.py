@@ -436,6 +436,36 @@ def test_a_question_without_words_says_so_and_clears_the_last_answer(
     assert errors == []
 
 
+def test_a_question_too_long_is_sent_whole_and_refused_in_words(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """The input does not cut a pasted question at a length of its own: the server's limit
+    (a setting) refuses it and the page shows why."""
+    from playwright.sync_api import expect
+
+    _services, base = site
+    page, _errors = open_page(base)
+    page.fill("#question", ("revenue " * 300).strip())
+    page.click("#ask-button")
+    expect(page.locator("#answer-text")).to_contain_text(
+        "the question has 2399 characters; at most 2000 are accepted", timeout=SLOW_MS
+    )
+
+
+def test_a_viewer_link_opened_alone_names_its_icon(site: tuple[Services, str]) -> None:
+    """A citation's viewer page opened in a tab of its own names an (empty) icon, as the main
+    page does, so a browser does not ask for /favicon.ico, which answers 404."""
+    _services, base = site
+    data = fact_pdf(*FACTS["volcano.pdf"])
+    _ingest(base, "kelud report.pdf", data)
+    view = f"/documents/{hashlib.sha256(data).hexdigest()}/pages/1/view"
+    with httpx.Client(base_url=base, timeout=60) as client:
+        assert client.get("/favicon.ico").status_code == 404
+        page = client.get(view, params={"highlight": "72,100,300,120"})
+    assert page.status_code == 200
+    assert "<link rel='icon' href='data:,'>" in page.text
+
+
 def test_document_text_is_shown_as_text_never_as_markup(
     open_page: Any, site: tuple[Services, str]
 ) -> None:

@@ -112,6 +112,7 @@ def page_view(
     title = html.escape(f"{record.source} — page {n}")
     body = (
         f"<!doctype html><meta charset=utf-8><title>{title}</title>"
+        "<link rel='icon' href='data:,'>"  # no /favicon.ico request, no 404 in the console
         f"<h1 style='font:16px sans-serif'>{title}</h1>"
         f"<img style='max-width:100%;border:1px solid #ccc' alt='{title}' "
         f"src='{html.escape(image)}'>"
