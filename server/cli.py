@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -261,13 +262,20 @@ def query(
     if response.answer is None:
         typer.echo("The documents do not answer this question. Nearest passages:")
         for hit in response.hits[:top_k]:
-            typer.echo(f"  {hit.source} p.{hit.page}: {hit.text[:160]!r}")
+            typer.echo(f"  {hit.source} p.{hit.page}: {_passage(hit.text)}")
         return
     typer.echo(response.answer)
     for c in response.citations:
         box = ", ".join(f"{v:.0f}" for v in c.bbox)
         link = f"{base}{c.viewer_url}" if base and c.viewer_url else c.highlight_url
         typer.echo(f"  [{c.n}] {c.source} p.{c.page} [{box}]  {link}")
+
+
+def _passage(text: str, length: int = 160) -> str:
+    """A chunk's text on one line, a table's rows without their Markdown, cut at `length`."""
+    from ingest.chunk_tables import compact_table
+
+    return textwrap.shorten(" ".join(compact_table(text).split()), length, placeholder=" …")
 
 
 def _question_error(exc: Any, question: str) -> str:

@@ -417,6 +417,53 @@ def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(
     assert errors == []
 
 
+def test_a_nearest_passage_from_a_table_is_shown_as_rows_not_markdown(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """With no answer, the nearest passages are listed; a table's is read row by row, its cells
+    apart, without the pipes and rules of the Markdown it is stored as."""
+    from playwright.sync_api import expect
+
+    _services, base = site
+    page, errors = open_page(base)
+    table = (
+        "|   | Three Months Ended |   |\n|---|---|---|\n"
+        "|   | July 29, 2023 | July 30, 2022 |\n| Revenue | $ 9,583 | $ 10,329 |"
+    )
+    hit = {
+        "doc_id": "d" * 64,
+        "source": "10-Q.pdf",
+        "page": 4,
+        "regions": [],
+        "text": table,
+        "score": 0.5,
+        "chunk_id": "c0001",
+        "section_path": [],
+    }
+    answer = {
+        "question": QUESTION,
+        "answer": None,
+        "mode": "not_found",
+        "citations": [],
+        "hits": [hit],
+    }
+    page.route(
+        "**/query/stream",
+        lambda route: route.fulfill(status=404, content_type=JSON_TYPE, body="{}"),
+    )
+    page.route(
+        "**/query",
+        lambda route: route.fulfill(status=200, content_type=JSON_TYPE, body=json.dumps(answer)),
+    )
+    page.fill("#question", QUESTION)
+    page.click("#ask-button")
+    quote = page.locator("#citations li.nearest .quote")
+    expect(quote).to_have_text(
+        "Three Months Ended\nJuly 29, 2023 · July 30, 2022\nRevenue · $ 9,583 · $ 10,329"
+    )
+    assert errors == []
+
+
 def test_a_question_without_words_says_so_and_clears_the_last_answer(
     open_page: Any, site: tuple[Services, str]
 ) -> None:

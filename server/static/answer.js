@@ -140,6 +140,26 @@ async function streamAnswer(response, signal) {
   throw new ApiError(502, "stream_ended", "The answer stream ended early.");
 }
 
+const TABLE_SEPARATOR = /^\s*\|?(\s*:?-{2,}:?\s*\|)*\s*:?-{2,}:?\s*\|?\s*$/;
+
+/** A chunk's text as a reader reads it: a table's rows without pipes, rules or empty cells. */
+function readable(text) {
+  return text
+    .split("\n")
+    .filter((line) => !TABLE_SEPARATOR.test(line))
+    .map((line) =>
+      line.trim().startsWith("|")
+        ? line.split("|").map((cell) => cell.trim()).filter(Boolean).join(" · ")
+        : line.trim(),
+    )
+    .filter(Boolean)
+    .join("\n");
+}
+
+function shortened(text, length) {
+  return text.length > length ? `${text.slice(0, length)}…` : text;
+}
+
 /** No answer: say so, and list the nearest passages the search found. */
 function showNotFound(result) {
   renderCitations([], new AbortController().signal);
@@ -153,7 +173,7 @@ function showNotFound(result) {
         "li",
         { class: "nearest" },
         el("span", { class: "source" }, `${hit.source}, page ${hit.page}`),
-        el("blockquote", { class: "quote" }, hit.text.length > 240 ? `${hit.text.slice(0, 240)}…` : hit.text),
+        el("blockquote", { class: "quote" }, shortened(readable(hit.text), 240)),
       ),
     ),
   );
