@@ -561,6 +561,33 @@ def test_a_report_of_no_known_kind_is_listed_by_its_title(
     assert errors == []
 
 
+def test_a_paper_is_listed_by_its_title_not_the_venue_in_its_headers(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """A paper's list line is its title and kind: the organisation its card reads (here the
+    author field, often a venue's running header) says less about which paper it is."""
+    import pymupdf
+    from playwright.sync_api import expect
+
+    _services, base = site
+    data = fact_pdf(
+        "Checking claims by asking questions",
+        [("Abstract", "We verify claims by asking questions about them.")],
+    )
+    with pymupdf.open(stream=data) as doc:
+        doc.set_metadata(
+            {"author": "Annual Meeting of the Association", "title": "QACheck: a demonstration"}
+        )
+        data = doc.tobytes()
+    _ingest(base, "2310.07609v1.pdf", data)
+    page, errors = open_page(base)
+    row = page.locator("li.doc", has_text="2310.07609v1.pdf")
+    expect(row.locator(".doc-card")).to_have_text(
+        re.compile(r"^QACheck: a demonstration · paper( · \d{4})?$"), timeout=SLOW_MS
+    )
+    assert errors == []
+
+
 def test_a_file_that_failed_before_any_page_offers_no_pages(
     open_page: Any, site: tuple[Services, str]
 ) -> None:

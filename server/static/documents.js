@@ -198,11 +198,16 @@ const KIND_WORDS = {
 
 /** organisation · kind · period, from a document's card (empty without one); a card that
  * names neither organisation nor kind shows its title, not a year read from the text alone, and
- * one of no known kind leads with its title (two reports of one organisation and year differ). */
+ * one of no known kind leads with its title (two reports of one organisation and year differ).
+ * A paper is known by its title: title · paper · year (its "organisation" is read from running
+ * headers, which name a venue more often than its authors' institution). */
 function cardLine(card) {
   if (!card) return "";
   const kind = (KIND_WORDS[card.kind] ?? card.kind) + (card.form ? ` (${card.form})` : "");
   if (!card.organisation && !kind) return card.title || "";
+  if (card.kind === "paper" && card.title) {
+    return [card.title, kind, card.year || ""].filter(Boolean).join(" · ");
+  }
   const year = card.year ? `${card.form ? "FY" : ""}${card.year}` : "";
   const period = [card.quarter && year ? `Q${card.quarter}` : "", year, card.period_end || ""];
   const parts = [kind ? "" : card.title, card.organisation, kind, period.filter(Boolean).join(" ")];
