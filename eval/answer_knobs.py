@@ -1,0 +1,180 @@
+"""How far the extractive answer's scoring can move the first citation: every candidate sentence
+and cell of the top hits of the MMDocIR text-layer questions, scored once, then re-chosen under
+other settings of the scorer without asking again.
+
+    python -m eval.answer_knobs --folio-index .bench/retrieval/mmlongbench-b105840cf96e
+
+For each question the answer's own candidates are computed as `POST /query` computes them
+(`retrieval.answer`: the hits and the other row groups of their tables, each candidate's term
+support, the meeting factor, the embedding similarity of every candidate, not only the pooled
+ones), and each candidate is cited to learn whether its box lies in a gold box. The settings
+then choose a first citation from those features: `base` reproduces the default answer; the
+others change one knob each (the pool of sentences re-ranked by embedding, the floor under the
+best term support, an exponent on term support or on the hit's score, a rank prior, a weight
+for table cells, and a bonus for the mean similarity of a hit's best candidates). Upper bounds:
+questions with any candidate in a gold box, and with any candidate on a gold page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval.evidence_boxes import HIT_SHARE, inside_share, load_box_cases
+from eval.retrieval_data import load_corpus
+from eval.retrieval_index import open_folio
+from eval.retrieval_metrics import image_only_docs
+
+__all__ = ["Candidate", "Knobs", "choose", "main"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One answer candidate's features, and whether its citation lands in a gold box."""
+
+    rank: int
+    hit_score: float
+    lexical: float
+    meet: float
+    dense: float
+    cell: bool
+    on_gold_page: bool
+    in_gold_box: bool
+
+
+@dataclass(frozen=True)
+class Knobs:
+    pool: int = 8
+    floor: float = 0.3
+    lexical_power: float = 0.0
+    rank_prior: float = 0.0
+    hit_power: float = 0.0
+    cell_weight: float = 1.0
+    hit_bonus: float = 0.0
+
+
+def _pooled(found: Sequence[Candidate], knobs: Knobs) -> list[int]:
+    """The candidates `retrieval.answer._dense` scores by embedding under `knobs`."""
+    support = [c.lexical * c.meet for c in found]
+    floor = knobs.floor * max(support)
+    order = sorted(range(len(found)), key=lambda i: -support[i])
+    texts = [i for i in order if not found[i].cell][: knobs.pool]
+    cells = [i for i in order if found[i].cell][: max(1, knobs.pool // 2)]
+    pooled = [i for i in sorted({*texts, *cells}) if support[i] >= floor]
+    return pooled + [i for i, c in enumerate(found) if c.meet > 1 and c.cell and i not in pooled]
+
+
+def choose(found: Sequence[Candidate], min_support: float, knobs: Knobs) -> Candidate | None:
+    """The first citation under `knobs` (None: no answer, as below `MIN_SUPPORT`)."""
+    if not found:
+        return None
+    pooled = _pooled(found, knobs)
+    if not pooled or max(found[i].dense for i in pooled) < min_support:
+        return None
+    support = [c.lexical * c.meet for c in found]
+    most = max(support) or 1.0
+    top = max(c.hit_score for c in found) or 1.0
+    by_hit: dict[int, list[float]] = {}
+    for i in pooled:
+        by_hit.setdefault(found[i].rank, []).append(found[i].dense)
+    agreement = {r: sum(sorted(v)[-3:]) / len(sorted(v)[-3:]) for r, v in by_hit.items()}
+
+    def value(i: int) -> float:
+        c = found[i]
+        v = max(c.dense, 1e-6) * c.meet / (1 + knobs.rank_prior * c.rank)
+        v *= (support[i] / most) ** knobs.lexical_power * (c.hit_score / top) ** knobs.hit_power
+        v *= knobs.cell_weight if c.cell else 1.0
+        return v + knobs.hit_bonus * agreement[c.rank]
+
+    return found[max(pooled, key=value)]
+
+
+def _features(retriever: Any, case: Any) -> tuple[list[Candidate], float]:
+    """The candidates of `case`'s answer, as the default request draws it."""
+    from retrieval import answer as a
+    from retrieval.schema import QueryRequest
+
+    question = case.question
+    request = QueryRequest(question=question)
+    ranked = retriever.ranked(request.question, request.top_k)
+    options = retriever.answer_options(request, ranked)
+    top, ranks = a._with_table_rest(list(ranked.hits[: options.max_hits]), options.table_rest)
+    if options.subjects and not any(a._writes(h.chunk.text, options.subjects) for h in top):
+        return [], options.min_support
+    found = a._candidates(top, options.pages, options.cells) or a._candidates(top)
+    if not found:
+        return [], options.min_support
+    meet = a._meet(question, found, top, options.name_terms, options.card_of)
+    lexical = a._rank(question, top, found, options.name_terms)
+    dense, _ = a._dense(question, top, found, [1.0] * len(found), retriever.embedder, 10**6, meet)
+    out = []
+    for i, s in enumerate(found):
+        cited = a._cite_sentence(1, s, top, options)
+        golds = case.boxes.get(cited.page, []) if Path(cited.source).stem == case.doc else []
+        box = (cited.bbox[0], cited.bbox[1], cited.bbox[2], cited.bbox[3])
+        inside = bool(golds) and inside_share(box, golds) >= HIT_SHARE
+        out.append(
+            Candidate(
+                ranks[s.hit], top[s.hit].score, lexical[i], meet[i], dense[i], s.cell is not None,
+                bool(golds), inside,
+            )
+        )  # fmt: skip
+    return out, options.min_support
+
+
+SWEEPS: dict[str, Sequence[float]] = {
+    "pool": (4, 6, 12, 16, 24),
+    "floor": (0.0, 0.2, 0.4, 0.5),
+    "lexical_power": (0.1, 0.25, 0.5, 1.0),
+    "rank_prior": (0.02, 0.05, 0.1, 0.2),
+    "hit_power": (0.25, 0.5, 1.0, 2.0),
+    "cell_weight": (0.8, 0.9, 1.1, 1.2),
+    "hit_bonus": (0.1, 0.2, 0.3, 0.5, 1.0),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
+    parser.add_argument("--folio-index", type=Path, required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    corpus = load_corpus("mmlongbench", args.data)
+    image_only = image_only_docs(corpus.pdfs)
+    unanswerable = {c.question for c in corpus.cases if c.answer == "Not answerable"}
+    cases = [
+        c
+        for c in load_box_cases(args.data, corpus.pdfs)
+        if c.doc not in image_only and c.question not in unanswerable
+    ]
+    folio = open_folio("mmlongbench", corpus.pdfs, args.work, existing=args.folio_index)
+    try:
+        asked = [_features(folio.services.retriever, case) for case in cases]
+    finally:
+        folio.services.close()
+
+    def score(knobs: Knobs) -> str:
+        chosen = [choose(found, floor, knobs) for found, floor in asked]
+        boxed = sum(c is not None and c.in_gold_box for c in chosen)
+        paged = sum(c is not None and c.on_gold_page for c in chosen)
+        return f"{boxed}/{len(cases)} in a gold box ({paged} on a gold page)"
+
+    print(f"{len(cases)} text-layer MMDocIR questions, index {args.folio_index}")
+    boxed = sum(any(c.in_gold_box for c in found) for found, _ in asked)
+    paged = sum(any(c.on_gold_page for c in found) for found, _ in asked)
+    print(f"- any candidate in a gold box: {boxed}; any on a gold page: {paged}")
+    print(f"- base (the default answer): {score(Knobs())}")
+    for knob, values in SWEEPS.items():
+        for value in values:
+            knobs = Knobs(**{knob: int(value) if knob == "pool" else value})  # type: ignore[arg-type]
+            print(f"- {knob} {value}: {score(knobs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
