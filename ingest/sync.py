@@ -343,7 +343,9 @@ class Sync:
         return results
 
     def _due(self) -> list[DocumentRecord]:
-        """Due documents, after re-checking their paths (a file may have changed since its scan)."""
+        """Due documents, after re-checking their paths (a file may have changed since its scan),
+        smallest file first: a dropped folder's empty or broken files fail at once, not after
+        every long report before them, and short files are searchable soonest."""
         due = self.ledger.due()
         stale = []
         for record in due:
@@ -359,7 +361,7 @@ class Sync:
         if stale:
             self.add_files(stale)
             due = self.ledger.due()
-        return due
+        return sorted(due, key=lambda record: record.size)
 
     def _after(self, result: FileResult) -> None:
         """A document is done: drop it if no path holds it now, and older versions it replaced."""

@@ -323,3 +323,20 @@ def test_windows_are_balanced_and_cover_every_page() -> None:
     cpu_ocr = IngestOptions(extract=ExtractOptions(ocr=OcrMode.auto))
     assert cpu_ocr.extraction_window() == 8
     assert IngestOptions(extract=NEVER).extraction_window() == 64
+
+
+def test_a_folders_smallest_files_are_done_first(svc: Services, tmp_path: Path) -> None:
+    """Dropped together, an empty and a broken file fail (and a short file is searchable) before
+    a long report is read, whatever their names and the order they were found in."""
+    inbox = tmp_path / "drop"
+    inbox.mkdir()
+    long_report = fact_pdf(
+        "Annual review", [(f"Part {n}", "Revenue grew. " * 80) for n in range(12)]
+    )
+    (inbox / "a annual review.pdf").write_bytes(long_report)
+    (inbox / "b volcano.pdf").write_bytes(fact_pdf(*FACTS["volcano.pdf"]))
+    (inbox / "c empty.pdf").write_bytes(b"")
+    (inbox / "d broken.pdf").write_bytes(b"not a pdf at all\n")
+    done: list[str] = []
+    svc.sync.ingest_paths([inbox], on_result=lambda r: done.append(Path(r.source).name))
+    assert done == ["c empty.pdf", "d broken.pdf", "b volcano.pdf", "a annual review.pdf"]
