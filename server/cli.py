@@ -280,10 +280,11 @@ def _passage(text: str, length: int = 160) -> str:
 
 def _question_error(exc: Any, question: str) -> str:
     """What is wrong with the question, in the words `POST /query` uses."""
+    from server.limits import too_long
+
     error = exc.errors()[0]
     if error["type"] == "string_too_long":
-        limit = error["ctx"]["max_length"]
-        return f"the question has {len(question)} characters; at most {limit} are accepted"
+        return too_long(len(question), error["ctx"]["max_length"])
     if error["type"] == "string_too_short":
         return "the question is empty"
     return f"the question: {error['msg']}"

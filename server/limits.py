@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.deps import ApiError, Svc, error_response
 
-__all__ = ["MULTIPART_SLACK", "QUERY_LIMITS", "BodyLimitMiddleware", "query_limits"]
+__all__ = ["MULTIPART_SLACK", "QUERY_LIMITS", "BodyLimitMiddleware", "query_limits", "too_long"]
 
 MULTIPART_SLACK = 1 << 20  # boundaries, part headers and form fields around the file
 
@@ -60,6 +60,11 @@ class BodyLimitMiddleware:
         await response(scope, receive, send)
 
 
+def too_long(length: int, limit: int) -> str:
+    """What a question over the length limit is told, by the API and the CLI alike."""
+    return f"the question has {length} characters; at most {limit} are accepted"
+
+
 async def query_limits(request: Request, svc: Svc) -> None:
     """422 when a query's question or top_k exceeds the configured limits.
 
@@ -76,10 +81,7 @@ async def query_limits(request: Request, svc: Svc) -> None:
     question, top_k = body.get("question"), body.get("top_k")
     if isinstance(question, str) and len(question) > settings.max_question_chars:
         raise ApiError(
-            422,
-            "question_too_long",
-            f"the question has {len(question)} characters; at most "
-            f"{settings.max_question_chars} are accepted",
+            422, "question_too_long", too_long(len(question), settings.max_question_chars)
         )
     if isinstance(top_k, int) and top_k > settings.max_top_k:
         raise ApiError(422, "top_k_too_large", f"top_k must be <= {settings.max_top_k}")
