@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.evidence_boxes import HIT_SHARE, inside_share, load_box_cases
+from eval.evidence_boxes import HIT_SHARE, answerable_box_cases, inside_share
 from eval.retrieval_data import load_corpus
 from eval.retrieval_index import open_folio
-from eval.retrieval_metrics import image_only_docs
 
 __all__ = ["Candidate", "Knobs", "choose", "main"]
 
@@ -81,7 +81,7 @@ def choose(found: Sequence[Candidate], min_support: float, knobs: Knobs) -> Cand
     by_hit: dict[int, list[float]] = {}
     for i in pooled:
         by_hit.setdefault(found[i].rank, []).append(found[i].dense)
-    agreement = {r: sum(sorted(v)[-3:]) / len(sorted(v)[-3:]) for r, v in by_hit.items()}
+    agreement = {r: statistics.mean(sorted(v)[-3:]) for r, v in by_hit.items()}
 
     def value(i: int) -> float:
         c = found[i]
@@ -145,13 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("mmlongbench", args.data)
-    image_only = image_only_docs(corpus.pdfs)
-    unanswerable = {c.question for c in corpus.cases if c.answer == "Not answerable"}
-    cases = [
-        c
-        for c in load_box_cases(args.data, corpus.pdfs)
-        if c.doc not in image_only and c.question not in unanswerable
-    ]
+    cases = answerable_box_cases(args.data, corpus)
     folio = open_folio("mmlongbench", corpus.pdfs, args.work, existing=args.folio_index)
     try:
         asked = [_features(folio.services.retriever, case) for case in cases]

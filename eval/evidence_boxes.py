@@ -24,6 +24,7 @@ __all__ = [
     "BoxCase",
     "BoxScores",
     "Cited",
+    "answerable_box_cases",
     "box_figures",
     "box_report",
     "chance",
@@ -104,6 +105,22 @@ def load_box_cases(data: Path, pdfs: Sequence[Path]) -> list[BoxCase]:
             if boxes:
                 cases.append(BoxCase(q["Q"], pdf.stem, boxes, [str(q["type"])]))
     return cases
+
+
+def answerable_box_cases(
+    data: Path, corpus: Any, *, with_image_only: bool = False
+) -> list[BoxCase]:
+    """MMDocIR's questions on MMLongBench-Doc's `corpus` that it does not mark "Not
+    answerable", on its text-layer documents only unless `with_image_only`."""
+    from eval.retrieval_metrics import image_only_docs
+
+    image_only = set() if with_image_only else image_only_docs(corpus.pdfs)
+    unanswerable = {c.question for c in corpus.cases if c.answer == "Not answerable"}
+    return [
+        c
+        for c in load_box_cases(data, corpus.pdfs)
+        if c.doc not in image_only and c.question not in unanswerable
+    ]
 
 
 def page_lines(document: Any, page: int) -> list[Box]:

@@ -28,14 +28,13 @@ from typing import Any
 from eval.evidence_boxes import (
     BoxCase,
     Cited,
+    answerable_box_cases,
     box_report,
     line_boxes,
-    load_box_cases,
     score_boxes,
 )
 from eval.retrieval_data import load_corpus
 from eval.retrieval_index import open_folio
-from eval.retrieval_metrics import image_only_docs
 from retrieval.answer import RANK_PRIOR
 
 SETTINGS = (
@@ -123,13 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     from retrieval.rerank import OnnxReranker
 
     corpus = load_corpus("mmlongbench", args.data)
-    image_only = image_only_docs(corpus.pdfs)
-    unanswerable = {c.question for c in corpus.cases if c.answer == "Not answerable"}
-    cases = [
-        c
-        for c in load_box_cases(args.data, corpus.pdfs)
-        if (args.with_image_only or c.doc not in image_only) and c.question not in unanswerable
-    ]
+    cases = answerable_box_cases(args.data, corpus, with_image_only=args.with_image_only)
     folio = open_folio("mmlongbench", corpus.pdfs, args.work, existing=args.folio_index)
     services = folio.services
     retriever = services.retriever

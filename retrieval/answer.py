@@ -306,8 +306,9 @@ def _closest_labels(
         label = set(stems(_PARENTHESES.sub(" ", cells[i].label)))
         return len(label - said), not label & _WHOLE
 
-    best = min((rank(i) for i in found), default=(0, False))
-    return [i for i in found if rank(i) == best]
+    ranks = {i: rank(i) for i in found}
+    best = min(ranks.values(), default=(0, False))
+    return [i for i in found if ranks[i] == best]
 
 
 def _named_quarter(question: str) -> int | None:
