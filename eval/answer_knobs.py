@@ -11,15 +11,20 @@ ones), and each candidate is cited to learn whether its box lies in a gold box. 
 then choose a first citation from those features: `base` reproduces the default answer; the
 others change one knob each (the pool of sentences re-ranked by embedding, the floor under the
 best term support, an exponent on term support or on the hit's score, a rank prior, a weight
-for table cells, and a bonus for the mean similarity of a hit's best candidates). Upper bounds:
-questions with any candidate in a gold box, and with any candidate on a gold page.
+for table cells, and a bonus for the mean similarity of a hit's best candidates), and two
+page-level signals the answer does not use: the similarity of the candidate's whole chunk to the
+question, and with `--rerank` the shipped cross-encoder's score of each of the five hits
+(`retrieval.rerank.OnnxReranker`, `--rerank-length` tokens), as a rank prior or a factor. Upper
+bounds: questions with any candidate in a gold box, and with any candidate on a gold page.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +49,9 @@ class Candidate:
     cell: bool
     on_gold_page: bool
     in_gold_box: bool
+    chunk_dense: float = 0.0
+    rerank_place: int = 0
+    rerank_score: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,9 @@ class Knobs:
     hit_power: float = 0.0
     cell_weight: float = 1.0
     hit_bonus: float = 0.0
+    chunk_power: float = 0.0
+    rerank_prior: float = 0.0
+    rerank_power: float = 0.0
 
 
 def _pooled(found: Sequence[Candidate], knobs: Knobs) -> list[int]:
@@ -88,13 +99,19 @@ def choose(found: Sequence[Candidate], min_support: float, knobs: Knobs) -> Cand
         v = max(c.dense, 1e-6) * c.meet / (1 + knobs.rank_prior * c.rank)
         v *= (support[i] / most) ** knobs.lexical_power * (c.hit_score / top) ** knobs.hit_power
         v *= knobs.cell_weight if c.cell else 1.0
+        v *= max(c.chunk_dense, 1e-3) ** knobs.chunk_power
+        v /= 1 + knobs.rerank_prior * c.rerank_place
+        v *= (1 / (1 + math.exp(-c.rerank_score))) ** knobs.rerank_power
         return v + knobs.hit_bonus * agreement[c.rank]
 
     return found[max(pooled, key=value)]
 
 
-def _features(retriever: Any, case: Any) -> tuple[list[Candidate], float]:
-    """The candidates of `case`'s answer, as the default request draws it."""
+def _features(
+    retriever: Any, case: Any, reranker: Any = None, seconds: list[float] | None = None
+) -> tuple[list[Candidate], float]:
+    """The candidates of `case`'s answer, as the default request draws it; with a `reranker`,
+    each hit's cross-encoder score and place among the hits (its time added to `seconds`)."""
     from retrieval import answer as a
     from retrieval.schema import QueryRequest
 
@@ -111,6 +128,16 @@ def _features(retriever: Any, case: Any) -> tuple[list[Candidate], float]:
     meet = a._meet(question, found, top, options.name_terms, options.card_of)
     lexical = a._rank(question, top, found, options.name_terms)
     dense, _ = a._dense(question, top, found, [1.0] * len(found), retriever.embedder, 10**6, meet)
+    asked = retriever.embedder.embed_query(a.with_line_items(question))
+    chunk_dense = retriever.embedder.embed_documents([h.chunk.text for h in top]) @ asked
+    hits = list(ranked.hits[: options.max_hits])
+    crossed = [0.0] * len(hits)
+    if reranker is not None:
+        started = time.perf_counter()
+        crossed = reranker.score(question, [h.chunk.text for h in hits])
+        if seconds is not None:
+            seconds.append(time.perf_counter() - started)
+    place = {h: k for k, h in enumerate(sorted(range(len(hits)), key=lambda h: -crossed[h]))}
     out = []
     for i, s in enumerate(found):
         cited = a._cite_sentence(1, s, top, options)
@@ -120,7 +147,8 @@ def _features(retriever: Any, case: Any) -> tuple[list[Candidate], float]:
         out.append(
             Candidate(
                 ranks[s.hit], top[s.hit].score, lexical[i], meet[i], dense[i], s.cell is not None,
-                bool(golds), inside,
+                bool(golds), inside, float(chunk_dense[s.hit]), place.get(ranks[s.hit], 0),
+                crossed[ranks[s.hit]] if ranks[s.hit] < len(crossed) else 0.0,
             )
         )  # fmt: skip
     return out, options.min_support
@@ -134,6 +162,11 @@ SWEEPS: dict[str, Sequence[float]] = {
     "hit_power": (0.25, 0.5, 1.0, 2.0),
     "cell_weight": (0.8, 0.9, 1.1, 1.2),
     "hit_bonus": (0.1, 0.2, 0.3, 0.5, 1.0),
+    "chunk_power": (0.25, 0.5, 1.0, 2.0),
+}
+RERANK_SWEEPS: dict[str, Sequence[float]] = {
+    "rerank_prior": (0.05, 0.1, 0.2, 0.5, 1.0),
+    "rerank_power": (0.1, 0.25, 0.5, 1.0),
 }
 
 
@@ -142,13 +175,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
     parser.add_argument("--folio-index", type=Path, required=True)
+    parser.add_argument("--rerank", action="store_true", help="cross-encode the five hits")
+    parser.add_argument("--rerank-length", type=int, default=128, help="tokens of each pair")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("mmlongbench", args.data)
     cases = answerable_box_cases(args.data, corpus)
     folio = open_folio("mmlongbench", corpus.pdfs, args.work, existing=args.folio_index)
+    reranker = None
+    if args.rerank:
+        from retrieval.rerank import OnnxReranker
+
+        reranker = OnnxReranker(max_length=args.rerank_length)
+    seconds: list[float] = []
     try:
-        asked = [_features(folio.services.retriever, case) for case in cases]
+        asked = [_features(folio.services.retriever, c, reranker, seconds) for c in cases]
     finally:
         folio.services.close()
 
@@ -163,7 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     paged = sum(any(c.on_gold_page for c in found) for found, _ in asked)
     print(f"- any candidate in a gold box: {boxed}; any on a gold page: {paged}")
     print(f"- base (the default answer): {score(Knobs())}")
-    for knob, values in SWEEPS.items():
+    sweeps = {**SWEEPS, **(RERANK_SWEEPS if args.rerank else {})}
+    if seconds:
+        seconds.sort()
+        p50, p90 = (1000 * seconds[int(q * len(seconds))] for q in (0.5, 0.9))
+        print(f"- the cross-encoder over five hits, {args.rerank_length} tokens: p50 {p50:.0f} ms,")
+        print(f"  p90 {p90:.0f} ms")
+    for knob, values in sweeps.items():
         for value in values:
             knobs = Knobs(**{knob: int(value) if knob == "pool" else value})  # type: ignore[arg-type]
             print(f"- {knob} {value}: {score(knobs)}")
