@@ -292,6 +292,14 @@ def test_upload_ask_and_see_the_cited_region_highlighted(
     expect(page.locator("#viewer-page")).to_have_text("Page 1 of 2")
     page.click("#viewer-close")
 
+    # "Show on page" is a link to the viewer page, to open in a tab or copy; a click opens it here
+    link = page.locator("#cite-1 a.open-page")
+    expect(link).to_have_attribute("href", first["viewer_url"])
+    link.click()
+    _wait_image(page, "#viewer-image")
+    assert len(page.context.pages) == 1
+    page.click("#viewer-close")
+
     page.set_viewport_size({"width": 390, "height": 844})
     overflow = page.evaluate(
         "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
@@ -414,6 +422,7 @@ def test_without_the_stream_route_the_page_asks_post_query_and_shows_errors(
         "the index is down (index_unavailable)"
     )
     expect(page.locator("#citations li")).to_have_count(0)
+    expect(page.locator("#sources-title")).to_be_hidden()
     assert errors == []
 
 
@@ -461,6 +470,7 @@ def test_a_nearest_passage_from_a_table_is_shown_as_rows_not_markdown(
     expect(quote).to_have_text(
         "Three Months Ended\nJuly 29, 2023 · July 30, 2022\nRevenue · $ 9,583 · $ 10,329"
     )
+    expect(page.locator("#sources-title")).to_have_text("Nearest passages")
     assert errors == []
 
 
@@ -494,9 +504,13 @@ def test_a_question_too_long_is_sent_whole_and_refused_in_words(
     page, _errors = open_page(base)
     page.fill("#question", ("revenue " * 300).strip())
     page.click("#ask-button")
-    expect(page.locator("#answer-text")).to_contain_text(
+    # what to change, not a failure: no error code, no empty "Sources" heading
+    expect(page.locator("#answer-text .refused")).to_have_text(
         "the question has 2399 characters; at most 2000 are accepted", timeout=SLOW_MS
     )
+    expect(page.locator("#answer-text .error")).to_have_count(0)
+    expect(page.locator("#ask-status")).to_have_text("The question was not asked.")
+    expect(page.locator("#sources-title")).to_be_hidden()
 
 
 def test_a_viewer_link_opened_alone_names_its_icon(site: tuple[Services, str]) -> None:
@@ -676,6 +690,12 @@ def test_with_an_api_key_the_page_asks_for_it_and_sends_it(
     page.locator("#cite-1 .open-page").click()
     _wait_image(page, "#viewer-image")
     page.keyboard.press("Escape")
+    # the link is signed: copied into another browser, it opens without the key
+    href = page.locator("#cite-1 a.open-page").get_attribute("href")
+    assert href is not None and "sig=" in href, href
+    with httpx.Client(base_url=base, timeout=60) as client:
+        assert client.get(href).status_code == 200
+        assert client.get(href.split("?")[0]).status_code == 401
 
     page.reload()  # the key is remembered
     expect(page.locator("li.doc", has_text="bakery.pdf")).to_have_attribute("data-status", "ok")

@@ -78,7 +78,22 @@ function citationItem(citation, signal) {
       el("span", { class: "source" }, fileName(citation.source)),
       el("span", { class: "page" }, `page ${citation.page}`),
       supportNote(citation),
-      el("button", { type: "button", class: "quiet open-page", onclick: open }, "Show on page"),
+      el(
+        "a",
+        {
+          class: "quiet open-page",
+          href: citation.viewer_url,
+          target: "_blank",
+          rel: "noopener",
+          title: "Open the page here; open or copy the link to keep it",
+          onclick: (event) => {
+            if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+            event.preventDefault();
+            open();
+          },
+        },
+        "Show on page",
+      ),
     ),
     el("blockquote", { class: "quote" }, citation.quote),
   );
@@ -102,13 +117,20 @@ function citationsKey(citations) {
   return JSON.stringify(citations.map((c) => [c.n, c.doc_id, c.page, c.bbox, c.quote]));
 }
 
+/** The list under the answer, headed `title`; no heading over an empty list. */
+function showSources(items, title = "Sources") {
+  $("citations").replaceChildren(...items);
+  setText($("sources-title"), title);
+  $("sources-title").hidden = items.length === 0;
+}
+
 function renderCitations(citations, signal) {
   const key = citationsKey(citations);
   if (key === shownKey && citations.length) return;
   shownKey = key;
   for (const url of cropUrls) URL.revokeObjectURL(url);
   cropUrls = [];
-  $("citations").replaceChildren(...citations.map((c) => citationItem(c, signal)));
+  showSources(citations.map((c) => citationItem(c, signal)));
 }
 
 function startAnswer() {
@@ -167,8 +189,8 @@ function showNotFound(result) {
     el("span", { class: "not-found" }, "The documents do not answer this."),
   );
   const hits = result.hits || [];
-  $("citations").replaceChildren(
-    ...hits.map((hit) =>
+  showSources(
+    hits.map((hit) =>
       el(
         "li",
         { class: "nearest" },
@@ -176,6 +198,7 @@ function showNotFound(result) {
         el("blockquote", { class: "quote" }, shortened(readable(hit.text), 240)),
       ),
     ),
+    "Nearest passages",
   );
   const nearest = hits.length ? ` The nearest of ${hits.length} passages are listed.` : "";
   setText($("ask-status"), `No passage supports an answer.${nearest}`);
@@ -237,6 +260,12 @@ async function ask(question, topK) {
     }
   } catch (error) {
     if (error.name === "AbortError") return;
+    if (error instanceof ApiError && error.status === 422) {
+      // the question itself was refused (too long, no words): what to change, not a failure
+      $("answer-text").replaceChildren(el("span", { class: "refused" }, error.message));
+      setText($("ask-status"), "The question was not asked.");
+      return;
+    }
     $("answer-text").replaceChildren(el("span", { class: "error" }, describe(error)));
     setText($("ask-status"), "The question could not be answered.");
   } finally {
