@@ -484,7 +484,7 @@ class Ingestor:
             doc.doc_id, [reason], kind, retry_at=retry_at, timings=self._timings(doc, 0.0)
         )
         named = reason if reason.startswith(doc.record.source) else f"{doc.record.source}: {reason}"
-        log.info("failed: %s", named)
+        log.warning("failed: %s", named)
         self._emit(EventKind.finished, doc, status=DocStatus.failed, error=reason)
         return FileResult(
             path=doc.record.paths[0] if doc.record.paths else "",

@@ -269,7 +269,7 @@ class _Readers:
             log.info("unit %s: read", unit.message_id())
             return _UnitResult(window=result).model_dump_json()
         except Exception as exc:  # returned to the coordinator, which fails the document
-            log.info("unit failed: %s: %s", type(exc).__name__, exc)
+            log.warning("unit failed: %s: %s", type(exc).__name__, exc)
             error = _UnitError(kind=_error_kind(exc), message=f"worker: {exc}")
             return _UnitResult(error=error).model_dump_json()
 

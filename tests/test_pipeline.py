@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from ocr_engine.options import OcrMode
 from server.services import build_services
@@ -25,6 +28,24 @@ def test_image_only_pages_are_reported_and_a_scan_alone_fails(tmp_path: Path) ->
     assert first.error is not None and "pages 2:" in first.error and "OCR" in first.error
     assert second.status == "failed" and second.error is not None and "OCR" in second.error
     assert records["mixed.pdf"].status == "partial" and records["scan.pdf"].status == "failed"
+
+
+def test_a_failed_file_is_logged_as_a_warning_with_its_name_and_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log read at the default level (WARNING) shows every file that failed, and why."""
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"<html>not a pdf</html>")
+    services = build_services(Settings(data_dir=tmp_path / "data", ocr=OcrMode.never))
+    try:
+        with caplog.at_level(logging.WARNING, logger="ingest"):
+            (result,) = services.sync.ingest_paths([broken])
+    finally:
+        services.close()
+    assert result.status == "failed"
+    failed = [r for r in caplog.records if r.getMessage().startswith("failed: broken.pdf")]
+    assert failed and failed[0].levelno == logging.WARNING, caplog.text
+    assert "not a PDF" in failed[0].getMessage()
 
 
 def test_a_slow_read_starts_with_single_pages() -> None:
