@@ -23,11 +23,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_engine.geometry import union
-from retrieval.cells import TableCellText, is_table_row, periods, table_cells
+from retrieval.cells import TableCellText, is_table_row, periods, stated_unit, table_cells
 from retrieval.doc_card import DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
@@ -54,6 +54,7 @@ __all__ = [
     "following_ids",
     "sentence_spans",
     "table_pieces",
+    "table_unit",
     "terms",
 ]
 
@@ -138,7 +139,9 @@ class AnswerOptions:
     and a quarterly report's quarter dates a question naming that quarter alone ("at the end of
     Q2"); `subjects` are names the question gives as the owner of what it asks that name no
     document: an answer must come from hits whose text writes one of them, else there is none
-    ("Apple's iPhone revenue" is not answered from Best Buy's revenue)."""
+    ("Apple's iPhone revenue" is not answered from Best Buy's revenue); `unit_of` gives the
+    unit a table's neighbours state (`table_unit`, a store lookup), for a cited cell whose own
+    lines name none."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -152,6 +155,7 @@ class AnswerOptions:
     table_rest: Callable[[Chunk], Sequence[Chunk]] | None = None
     card_of: Callable[[str], DocumentCard | None] | None = None
     subjects: tuple[str, ...] = ()
+    unit_of: Callable[[Chunk], str] | None = None
 
 
 class Answer(NamedTuple):
@@ -720,6 +724,28 @@ def table_pieces(chunk: Chunk, nearby: Sequence[Chunk]) -> list[Chunk]:
     return pieces
 
 
+def table_unit(chunk: Chunk, nearby: Sequence[Chunk]) -> str:
+    """The unit stated for `chunk`'s table outside the chunk (`nearby` as `around_ids` orders
+    the chunks around it, one beyond `TABLE_REACH`): in the lines of its other row groups on the
+    page that are no rows, or in the last paragraph of the chunk before its first row group, on
+    its page (a lead-in: "... was as follows ($ in millions):"); "" when none states one."""
+    if chunk.kind != TABLE_ROWS_KIND:
+        return ""
+    by_id = {c.chunk_id: c for c in nearby}
+    for piece in [chunk, *table_pieces(chunk, nearby)]:
+        unit = stated_unit(" ".join(ln for ln in piece.text.splitlines() if not is_table_row(ln)))
+        if unit:
+            return unit
+    for chunk_id in _nearby_ids(chunk.chunk_id, range(-1, -TABLE_REACH - 2, -1)):
+        before = by_id.get(chunk_id)
+        ends_on = before.lines[-1].page if before is not None and before.lines else None
+        if before is None or (ends_on or before.page) != chunk.page:
+            return ""
+        if before.kind != TABLE_ROWS_KIND:
+            return stated_unit(before.text.rstrip().rsplit("\n\n", 1)[-1])
+    return ""
+
+
 def extractive_answer(
     question: str,
     hits: Sequence[ScoredChunk],
@@ -770,6 +796,22 @@ def extractive_answer(
         chosen[0].cell is not None and id(chosen[0]) in met
     ):  # the cell asked for, not its row's others
         chosen = [s for s in chosen if s.cell is None or id(s) in met]
+    if options.unit_of is not None:
+        chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
     text = " ".join(f"{s.text} [{n}]" for n, s in enumerate(chosen, 1))
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations, support)
+
+
+def _with_unit(
+    sentence: _Sentence, hits: Sequence[ScoredChunk], unit_of: Callable[[Chunk], str]
+) -> _Sentence:
+    """A cell naming no unit, with the unit its table's neighbours state, if any."""
+    cell = sentence.cell
+    if cell is None or cell.unit:
+        return sentence
+    unit = unit_of(hits[sentence.hit].chunk)
+    if not unit:
+        return sentence
+    cell = replace(cell, unit=unit)
+    return replace(sentence, text=cell.text, cell=cell)

@@ -63,6 +63,12 @@ class TableCellText:
         return f"{head}: {self.value}{unit}"
 
 
+def stated_unit(text: str) -> str:
+    """The first parenthesis of `text` that names a unit ("$ in millions"), else ""."""
+    found = _UNIT.search(text)
+    return found.group(1).strip() if found else ""
+
+
 def is_table_row(text: str) -> bool:
     """Whether a line is a markdown table row."""
     stripped = text.strip()
@@ -141,8 +147,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         n_header = separator
     header_rows = [cells for _, cells in rows[:n_header]]
     headers = _dated_by_stub(_headers(header_rows, n_cols))
-    found = _UNIT.search(" ".join(other + [" ".join(c) for c in header_rows]))
-    unit = found.group(1).strip() if found else ""
+    unit = stated_unit(" ".join(other + [" ".join(c) for c in header_rows]))
     body = rows[n_header + (separator is not None) :]
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on

@@ -20,6 +20,7 @@ from retrieval.answer import (
     extractive_answer,
     following_ids,
     table_pieces,
+    table_unit,
 )
 from retrieval.doc_card import CARD_KIND
 from retrieval.doc_names import NamedDocuments, NameMatch
@@ -283,6 +284,7 @@ class Retriever:
             pages=(req.page_from, req.page_to),
             following=self.following,
             table_rest=self.table_rest,
+            unit_of=self.unit_of,
             name_terms=_name_terms(req.question, names),
             card_of=self.names.card if self.names is not None else None,
             subjects=self._unknown_subjects(req),
@@ -300,6 +302,11 @@ class Retriever:
         """The other row groups of `chunk`'s table on its page, from the store."""
         nearby = self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, TABLE_REACH))
         return table_pieces(chunk, nearby)
+
+    def unit_of(self, chunk: Chunk) -> str:
+        """The unit a table chunk's neighbours state (`table_unit`), from the store."""
+        nearby = self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, TABLE_REACH + 1))
+        return table_unit(chunk, nearby)
 
     def following(self, chunk: Chunk) -> list[Chunk]:
         """The few chunks after `chunk` in its document, from the store."""

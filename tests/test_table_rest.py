@@ -9,7 +9,13 @@ from doubles.builders import one_line_block, one_page_document, table_block
 from doubles.fakes import HashEmbedder
 from ingest.chunker import chunk_document
 from ocr_engine.schema import BlockType, Document
-from retrieval.answer import AnswerOptions, around_ids, extractive_answer, table_pieces
+from retrieval.answer import (
+    AnswerOptions,
+    around_ids,
+    extractive_answer,
+    table_pieces,
+    table_unit,
+)
 from retrieval.edge_store import EdgeStore
 from retrieval.schema import Chunk, ScoredChunk
 from retrieval.search import Retriever
@@ -127,3 +133,73 @@ def test_a_row_named_by_its_last_word_answers_the_question() -> None:
     answer = extractive_answer("What were inventories in 2019?", hits, max_sentences=1)
     assert answer.text is not None
     assert answer.text.startswith("Merchandise inventories, February 2, 2019: 5,409")
+
+
+LEAD_IN = "Balances at year end were as follows ($ in millions):"
+
+
+def _led_chunks(lead_in: str = LEAD_IN, aside: str = "") -> list[Chunk]:
+    """The balance sheet under a paragraph and a lead-in naming its unit, chunked so that the
+    lead-in is not in any row group's chunk."""
+    heading = one_line_block(
+        "p1-b0", BlockType.section_header, (72, 60, 300, 74), "Consolidated Balance Sheets"
+    )
+    words = " ".join(["Our balance sheet is managed with care and reviewed by the board"] * 3)
+    paragraph = one_line_block("p1-b1", BlockType.text, (72, 76, 540, 86), f"{words}.")
+    note = [one_line_block("p1-b2", BlockType.text, (72, 88, 540, 98), aside)] if aside else []
+    lead = one_line_block("p1-b3", BlockType.text, (72, 100, 540, 112), lead_in)
+    table = table_block("p1-b4", [HEADER, *ROWS], X, 120.0)
+    document = one_page_document(
+        [heading, paragraph, *note, lead, table], doc_id="u" * 64, source="10-K.pdf"
+    )
+    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()), max_tokens=48)
+    assert not any(c.kind == "table_rows" and "$ in millions" in c.text for c in chunks)
+    return chunks
+
+
+def test_a_cell_takes_the_unit_its_tables_lead_in_states() -> None:
+    """ "($ in millions)" in the sentence that introduces a table chunked apart from it is the
+    unit of every cell of the table: "5,409" alone reads as dollars."""
+    chunks = _led_chunks()
+    hit = _holding(chunks, "Merchandise inventories")
+    assert table_unit(hit, chunks) == "$ in millions"
+    assert table_unit(_holding(chunks, "Total equity"), chunks) == "$ in millions"
+    hits = [ScoredChunk(chunk=hit, score=0.9)]
+    options = AnswerOptions(
+        table_rest=lambda c: table_pieces(c, chunks), unit_of=lambda c: table_unit(c, chunks)
+    )
+    answer = extractive_answer(QUESTION, hits, options=options, max_sentences=1)
+    expected = "Merchandise inventories, February 2, 2019: 5,409 ($ in millions)"
+    assert answer.text == f"{expected} [1]"
+    assert answer.citations[0].quote == expected
+    bare = extractive_answer(QUESTION, hits, max_sentences=1)  # without the neighbours
+    assert bare.text == "Merchandise inventories, February 2, 2019: 5,409 [1]"
+
+
+def test_a_unit_is_read_only_from_the_paragraph_that_leads_into_the_table() -> None:
+    """A unit in an earlier paragraph, or in a chunk on another page, is not the table's."""
+    aside = "Leases (in thousands of dollars) are shown in Note 7."
+    chunks = _led_chunks("Balances at year end were as follows:", aside)
+    [before] = [c for c in chunks if "as follows" in c.text]
+    assert aside in before.text  # in the chunk before the table, but not its last paragraph
+    assert table_unit(_holding(chunks, "Merchandise inventories"), chunks) == ""
+
+    def on_page_two(chunk: Chunk) -> Chunk:
+        lines = [ln.model_copy(update={"page": 2}) for ln in chunk.lines]
+        return _on_page_two(chunk).model_copy(update={"lines": lines})
+
+    moved = [on_page_two(c) if c.kind != "table_rows" else c for c in _led_chunks()]
+    assert table_unit(_holding(moved, "Merchandise inventories"), moved) == ""
+    assert table_unit(next(c for c in chunks if c.kind != "table_rows"), chunks) == ""
+
+
+def test_the_retriever_reads_a_tables_unit_from_the_store(tmp_path: Path) -> None:
+    embedder = HashEmbedder(dim=128)
+    chunks = _led_chunks()
+    store = EdgeStore(tmp_path / "edge", embedder.dim)
+    try:
+        store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+        retriever = Retriever(embedder, store)
+        assert retriever.unit_of(_holding(chunks, "Total equity")) == "$ in millions"
+    finally:
+        store.close()
