@@ -280,6 +280,7 @@ def _passage(text: str, length: int = 160) -> str:
 
 def _question_error(exc: Any, question: str) -> str:
     """What is wrong with the question, in the words `POST /query` uses."""
+    from server.deps import validation_message
     from server.limits import too_long
 
     error = exc.errors()[0]
@@ -287,7 +288,7 @@ def _question_error(exc: Any, question: str) -> str:
         return too_long(len(question), error["ctx"]["max_length"])
     if error["type"] == "string_too_short":
         return "the question is empty"
-    return f"the question: {error['msg']}"
+    return validation_message(error)
 
 
 def _answer_locally(services: Any, request: Any) -> Any:

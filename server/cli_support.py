@@ -39,9 +39,11 @@ def load_settings(**overrides: Any) -> Any:
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
+        from server.deps import validation_message
+
         for error in exc.errors():
             where = ".".join(str(part) for part in error["loc"]) or "settings"
-            typer.echo(f"error: {where}: {error['msg']}", err=True)
+            typer.echo(f"error: {where}: {validation_message(error)}", err=True)
         raise typer.Exit(2) from None
 
 

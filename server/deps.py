@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi import Path as PathParam
@@ -38,6 +39,7 @@ __all__ = [
     "record_or_404",
     "render_dpi",
     "rendering_errors",
+    "validation_message",
 ]
 
 MAX_PAGE_NUMBER = 1_000_000
@@ -82,6 +84,14 @@ def error_response(
     return JSONResponse(
         {"error": {"code": code, "message": message}}, status_code=status, headers=headers
     )
+
+
+_PYDANTIC_LEAD = re.compile(r"^(?:Value error|Assertion failed), ")
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """A pydantic error's message without the lead it gives a validator's ("Value error, ")."""
+    return _PYDANTIC_LEAD.sub("", str(error.get("msg", "invalid value")))
 
 
 def record_or_404(svc: Services, doc_id: str) -> DocumentRecord:

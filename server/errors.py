@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.deps import ApiError, error_response
+from server.deps import ApiError, error_response, validation_message
 
 __all__ = ["CatchAllMiddleware", "ErrorBody", "ErrorDetail", "install_error_handlers"]
 
@@ -59,9 +59,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()))
-        return error_response(
-            422, "invalid_request", f"{where}: {first.get('msg', 'invalid request')}"
-        )
+        message = validation_message(first) if first else "invalid request"
+        return error_response(422, "invalid_request", f"{where}: {message}" if where else message)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:

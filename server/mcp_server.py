@@ -26,6 +26,7 @@ from retrieval.generate import answer_query
 from retrieval.links import LinkSigner, sign_response
 from retrieval.schema import Hit, QueryRequest, QueryResponse
 from retrieval.search import InvalidQueryError, search_filter, to_hit
+from server.deps import validation_message
 from server.pages import PageRenderer
 from server.services import Services
 
@@ -45,7 +46,7 @@ def _request(question: str, top_k: int) -> QueryRequest:
     try:
         return QueryRequest(question=question, top_k=top_k)
     except ValidationError as exc:
-        raise ToolError(exc.errors()[0]["msg"]) from None
+        raise ToolError(validation_message(exc.errors()[0])) from None
 
 
 def _base_url(ctx: Context | None) -> str | None:
