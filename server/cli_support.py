@@ -238,7 +238,8 @@ def report(summary: Any) -> int:
         if result.status is FileStatus.failed:
             again = " (will be retried)" if result.retry else ""
             name = shown(result.path or result.source)
-            typer.echo(f"FAILED {name}: {result.error}{again}", err=True)
+            reason = (result.error or "").removeprefix(f"{result.source}: ")
+            typer.echo(f"FAILED {name}: {reason}{again}", err=True)
     return summary.failed
 
 

@@ -205,6 +205,9 @@ def test_cli_ingest_reports_each_failed_file_and_query_json(
     assert sorted(Path(line.split()[1].rstrip(":")).name for line in failed_lines) == sorted(
         BAD_INPUTS
     )
+    for line in failed_lines:  # the name once, then the reason alone
+        name = Path(line.split()[1].rstrip(":")).name
+        assert line.count(name) == 1, line
 
     result = runner.invoke(
         cli_app,

@@ -236,6 +236,7 @@ def test_upload_ask_and_see_the_cited_region_highlighted(
 
     _drop(page, "notes.pdf", html_named_pdf())
     expect(page.locator(".upload.failed")).to_contain_text("not a PDF (no %PDF- header)")
+    expect(page.locator(".upload.failed .upload-note")).not_to_contain_text("notes.pdf")
     _drop(page, "kelud report.pdf", fact_pdf(title, sections))
     row = page.locator("li.doc", has_text="kelud report.pdf")
     expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
@@ -619,6 +620,7 @@ def test_a_file_that_failed_before_any_page_offers_no_pages(
     row = page.locator("li.doc", has_text="broken.pdf")
     expect(row).to_have_attribute("data-status", "failed", timeout=SLOW_MS)
     expect(row.locator(".doc-errors")).not_to_be_empty()
+    expect(row.locator(".doc-errors")).not_to_contain_text("broken.pdf")  # named once, above
     expect(row.locator("summary", has_text="Pages")).to_be_hidden()
     expect(row.locator("summary", has_text="Page cards")).to_be_hidden()
     assert errors == []

@@ -3,7 +3,7 @@
 // removed while their files stay (GET /documents/removed), each with a Restore button.
 
 import { apiKey, describe, errorFrom, getJson, promptKey, readEvents, request } from "./api.js";
-import { el, fileName, plural, setText } from "./dom.js";
+import { el, fileName, plural, reasonOf, setText } from "./dom.js";
 import { documentCards } from "./cards.js";
 import { forgetDocument } from "./viewer.js";
 
@@ -274,7 +274,7 @@ function paint(entry) {
   setText(note, progressText(record, progress));
   note.title = preparing.has(record.doc_id) && DONE.has(record.status) ? PREPARING_NOTE : "";
   const errors = row.querySelector(".doc-errors");
-  setText(errors, (record.errors || []).join("; "));
+  setText(errors, (record.errors || []).map((e) => reasonOf(e, record.source)).join("; "));
   errors.hidden = !(record.errors || []).length;
   const details = row.querySelector("details");
   const cards = row.querySelector(".card-details");
@@ -473,7 +473,11 @@ function uploadOne(file) {
         return;
       }
       const error = body && body.error;
-      fail(error ? `${error.message} (${error.code})` : `Upload failed: HTTP ${xhr.status}`);
+      fail(
+        error
+          ? `${reasonOf(error.message, file.name)} (${error.code})`
+          : `Upload failed: HTTP ${xhr.status}`,
+      );
     });
     const form = new FormData();
     form.append("file", file, file.name);

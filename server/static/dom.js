@@ -34,6 +34,13 @@ export function setText(node, text) {
 /** A file name as text with a line-break chance after each `_` and `-`, and after a `.` before a
  * letter (not inside `2020.05.21`), so that a long name wraps between its words, not inside them
  * (copying it gives the name unchanged). */
+/** A failure's reason without the file's name it may begin with ("a.pdf: the file is empty"),
+ * where the name is shown beside it. */
+export function reasonOf(message, name) {
+  const lead = `${name}: `;
+  return String(message).startsWith(lead) ? String(message).slice(lead.length) : String(message);
+}
+
 export function fileName(name) {
   const parts = String(name).split(/(?<=[_-])|(?<=\.)(?=\D)/);
   const out = document.createDocumentFragment();
