@@ -490,6 +490,7 @@ def test_a_question_without_words_says_so_and_clears_the_last_answer(
     page.click("#ask-button")
     expect(page.locator("#ask-status")).to_have_text("Type a question with words or numbers in it.")
     expect(page.locator("#answer-text")).to_have_text("")
+    expect(page.locator("#answer")).to_be_hidden()  # no empty "Answer" heading
     expect(page.locator("#citations li")).to_have_count(0)
     assert errors == []
 
@@ -507,7 +508,7 @@ def test_a_question_too_long_is_sent_whole_and_refused_in_words(
     page.click("#ask-button")
     # what to change, not a failure: no error code, no empty "Sources" heading
     expect(page.locator("#answer-text .refused")).to_have_text(
-        "the question has 2399 characters; at most 2000 are accepted", timeout=SLOW_MS
+        "The question has 2399 characters; at most 2000 are accepted", timeout=SLOW_MS
     )
     expect(page.locator("#answer-text .error")).to_have_count(0)
     expect(page.locator("#ask-status")).to_have_text("The question was not asked.")

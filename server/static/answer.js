@@ -262,7 +262,8 @@ async function ask(question, topK) {
     if (error.name === "AbortError") return;
     if (error instanceof ApiError && error.status === 422) {
       // the question itself was refused (too long, no words): what to change, not a failure
-      $("answer-text").replaceChildren(el("span", { class: "refused" }, error.message));
+      const reason = error.message.charAt(0).toUpperCase() + error.message.slice(1);
+      $("answer-text").replaceChildren(el("span", { class: "refused" }, reason));
       setText($("ask-status"), "The question was not asked.");
       return;
     }
@@ -287,6 +288,7 @@ export function setupAsk() {
     }
     current?.abort();
     startAnswer();
+    $("answer").hidden = true; // nothing was asked: no empty "Answer" heading
     setText($("ask-status"), "Type a question with words or numbers in it.");
   });
 }
