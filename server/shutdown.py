@@ -12,6 +12,7 @@ the index is flushed (uvicorn alone raises it before its caller can close anythi
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import threading
 from collections.abc import AsyncIterable, Callable, Iterator, Mapping
@@ -25,6 +26,8 @@ from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 __all__ = ["GRACE_S", "StoppableStream", "Stopping", "serve"]
+
+log = logging.getLogger(__name__)
 
 GRACE_S = 5  # then uvicorn cancels what still runs (a long upload, a slow render)
 
@@ -133,5 +136,6 @@ def serve(app: FastAPI, *, host: str, port: int, close: Callable[[], None]) -> N
         server.run()
     finally:
         close()
+        log.info("folio stopped: the index is written and the data directory released")
     for caught in reversed(server.signals):  # SIGTERM: status 143 at once, no slow teardown
         signal.raise_signal(caught)
