@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import io
 import json
 import os
@@ -529,6 +530,33 @@ def test_a_viewer_link_opened_alone_names_its_icon(site: tuple[Services, str]) -
     assert "<link rel='icon' href='data:,'>" in page.text
 
 
+def test_a_viewer_link_opened_alone_shows_the_cited_region_and_leads_to_the_next_page(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """Opened from a copied link, the viewer page says which page of how many it shows, links
+    the pages beside it, and scrolls the highlight into view on a window shorter than the page."""
+    from playwright.sync_api import expect
+
+    _services, base = site
+    data = fact_pdf(*FACTS["volcano.pdf"])
+    _ingest(base, "kelud report.pdf", data)
+    doc_id = hashlib.sha256(data).hexdigest()
+    low = (72.0, 700.0, 300.0, 720.0)  # near the foot of a US Letter page
+    view = f"/documents/{doc_id}/pages/1/view?highlight=" + ",".join(str(v) for v in low)
+    page, errors = open_page(base, width=800, height=400)
+    page.goto(base + view)
+    expect(page.locator("h1")).to_have_text("kelud report.pdf — page 1 of 2")
+    page.wait_for_function("() => document.querySelector('img').naturalWidth > 0")
+    expect(page.locator("#cited")).to_be_in_viewport()
+    assert page.evaluate("() => window.scrollY") > 0
+    page.get_by_role("link", name="Next page").click()
+    expect(page.locator("h1")).to_have_text("kelud report.pdf — page 2 of 2")
+    expect(page.get_by_role("link", name="Previous page")).to_be_visible()
+    expect(page.get_by_role("link", name="Next page")).to_have_count(0)
+    expect(page.locator("#cited")).to_have_count(0)  # no highlight asked for there
+    assert errors == []
+
+
 def test_document_text_is_shown_as_text_never_as_markup(
     open_page: Any, site: tuple[Services, str]
 ) -> None:
@@ -697,8 +725,13 @@ def test_with_an_api_key_the_page_asks_for_it_and_sends_it(
     href = page.locator("#cite-1 a.open-page").get_attribute("href")
     assert href is not None and "sig=" in href, href
     with httpx.Client(base_url=base, timeout=60) as client:
-        assert client.get(href).status_code == 200
+        viewer = client.get(href)
+        assert viewer.status_code == 200
         assert client.get(href.split("?")[0]).status_code == 401
+        # its links to the pages beside it are signed too
+        beside = re.findall(r"<a href='([^']+)'>(?:Previous|Next) page</a>", viewer.text)
+        assert beside and all("sig=" in link for link in beside), viewer.text
+        assert all(client.get(html.unescape(link)).status_code == 200 for link in beside)
 
     page.reload()  # the key is remembered
     expect(page.locator("li.doc", has_text="bakery.pdf")).to_have_attribute("data-status", "ok")

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, Response
 
 from ocr_engine.geometry import Box
-from retrieval.links import page_image_url, parse_boxes
+from retrieval.links import page_image_url, parse_boxes, viewer_url
 from server.deps import (
     ApiError,
     DocId,
@@ -99,22 +99,51 @@ def page_view(
     highlight: Annotated[str | None, Query(max_length=4000)] = None,
     exp: Annotated[int | None, Query(description="a signed link's expiry")] = None,
 ) -> HTMLResponse:
-    """The page image in an HTML page; with an API key its image link is signed (to expire
-    with this page's own signed link), since the page is opened as a link."""
+    """The page image in an HTML page, scrolled to the first highlight, with links to the pages
+    before and after; with an API key its links are signed (to expire with this page's own
+    signed link), since the page is opened as a link."""
     record = page_record_or_404(svc, doc_id, n)
     try:
-        image = page_image_url(doc_id, n, parse_boxes(highlight))
+        boxes = parse_boxes(highlight)
     except ValueError as exc:
         raise ApiError(422, "invalid_highlight", str(exc)) from None
+    image = page_image_url(doc_id, n, boxes)
+    others = {k: viewer_url(doc_id, k) for k in (n - 1, n + 1) if 1 <= k <= record.pages}
     if links is not None:
         expires = links.expiry() if exp is None else min(exp, links.expiry())
         image = links.sign(image, expires=expires)
-    title = html.escape(f"{record.source} — page {n}")
+        others = {k: links.sign(url, expires=expires) for k, url in others.items()}
+    title = html.escape(f"{record.source} — page {n} of {record.pages}")
+    nav = " · ".join(
+        f"<a href='{html.escape(url)}'>{'Previous' if k < n else 'Next'} page</a>"
+        for k, url in sorted(others.items())
+    )
     body = (
         f"<!doctype html><meta charset=utf-8><title>{title}</title>"
         "<link rel='icon' href='data:,'>"  # no /favicon.ico request, no 404 in the console
-        f"<h1 style='font:16px sans-serif'>{title}</h1>"
-        f"<img style='max-width:100%;border:1px solid #ccc' alt='{title}' "
-        f"src='{html.escape(image)}'>"
+        "<body style='font:16px sans-serif'>"
+        f"<h1 style='font-size:16px'>{title}</h1><nav>{nav}</nav>"
+        "<div style='position:relative;display:inline-block;max-width:100%;margin-top:8px'>"
+        f"<img style='display:block;max-width:100%;border:1px solid #ccc' alt='{title}' "
+        f"src='{html.escape(image)}'>{_cited_marker(svc, doc_id, n, boxes)}</div>"
     )
     return HTMLResponse(body)
+
+
+def _cited_marker(svc: Svc, doc_id: str, n: int, boxes: list[Box]) -> str:
+    """An empty element over the first highlight (placed in shares of the page, as the image
+    scales), and the line that scrolls it into view once the image is in; "" without a box or
+    the page's size."""
+    page = next((p for p in svc.ledger.pages(doc_id) if p.number == n), None)
+    if not boxes or page is None or page.width <= 0 or page.height <= 0:
+        return ""
+    x0, y0, x1, y1 = boxes[0]
+    place = (
+        f"left:{100 * x0 / page.width:.2f}%;top:{100 * y0 / page.height:.2f}%;"
+        f"width:{100 * (x1 - x0) / page.width:.2f}%;height:{100 * (y1 - y0) / page.height:.2f}%"
+    )
+    return (
+        f"<div id=cited style='position:absolute;{place}'></div>"
+        "<script>addEventListener('load', () => "
+        "document.getElementById('cited').scrollIntoView({block: 'center'}))</script>"
+    )
