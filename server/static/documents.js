@@ -263,7 +263,7 @@ function paint(entry) {
   const bar = row.querySelector("progress");
   const total = progress.total || record.pages;
   const done = DONE.has(record.status) ? total : (progress.done ?? record.pages_done);
-  bar.hidden = record.status !== "processing" && record.status !== "queued";
+  bar.hidden = record.status !== "processing"; // queued: "Waiting to be read" says it
   if (record.status === "queued" || !total) bar.removeAttribute("value");
   else {
     bar.max = total;
@@ -391,7 +391,7 @@ async function loadAll() {
   const records = await getJson("/documents");
   const seen = new Set(records.map((r) => r.doc_id));
   for (const docId of [...docs.keys()]) if (!seen.has(docId)) dropDocument(docId);
-  for (const record of records) upsert(record);
+  for (const record of records) upsert(record); // oldest first, each put on top: newest first
   showEmpty();
   watchSentences();
   await loadRemoved();
