@@ -146,14 +146,13 @@ def setup_logging(verbose: bool) -> None:
 
 
 class Progress:
-    """A tqdm bar in pages (total grows as documents start) fed by ingest events."""
+    """A tqdm bar in pages (total grows as documents start) fed by ingest events; shown from the
+    first document that starts, so a run that reads nothing prints no empty bar."""
 
     def __init__(self) -> None:
         import threading
 
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=0, unit="page", desc="ingest", file=sys.stderr, dynamic_ncols=True)
+        self.bar: Any = None
         self._lock = threading.Lock()
         self._done: dict[str, int] = {}
 
@@ -162,6 +161,12 @@ class Progress:
 
         with self._lock:
             if event.kind is EventKind.started:
+                if self.bar is None:
+                    from tqdm import tqdm
+
+                    self.bar = tqdm(
+                        total=0, unit="page", desc="ingest", file=sys.stderr, dynamic_ncols=True
+                    )
                 self.bar.total += event.pages_total
                 self._done[event.doc_id] = 0
                 self.bar.set_postfix_str(shown(event.source)[:40], refresh=False)
@@ -173,12 +178,13 @@ class Progress:
 
     def _advance(self, doc_id: str, reached: int) -> None:
         done = self._done.get(doc_id, 0)
-        if reached > done:
+        if reached > done and self.bar is not None:
             self.bar.update(reached - done)
             self._done[doc_id] = reached
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
 
 
 def with_progress(events: Any, work: Callable[[], T]) -> T:

@@ -57,6 +57,11 @@ def test_counts_say_what_happened_to_each_file(tmp_path: Path) -> None:
     second = _ingest(folder, data)
     assert second.returncode == 0, second.stderr
     assert _summary(second) == "3 files: 1 new, 1 changed, 1 unchanged, 0 failed; 1 removed"
+    assert "ingest:" in second.stderr  # the page bar, while documents are read
+
+    third = _ingest(folder, data)
+    assert _summary(third) == "3 files: 0 new, 0 changed, 3 unchanged, 0 failed; 0 removed"
+    assert "ingest:" not in third.stderr, third.stderr  # nothing read: no empty bar
 
     listed = _folio("docs", "--data-dir", str(data), "--json")
     [volcano] = [row for row in json.loads(listed.stdout) if row["source"] == "volcano.pdf"]
