@@ -3,6 +3,8 @@ row that answers can lie in the group beside the one it kept."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from doubles.builders import one_line_block, one_page_document, table_block
@@ -103,18 +105,24 @@ def test_only_the_unbroken_run_of_row_groups_on_the_page_counts() -> None:
     assert around_ids("c0000", 1) == ["c0001"]
 
 
-def test_the_retriever_looks_up_the_rest_of_the_table_in_the_store(tmp_path: Path) -> None:
+@contextmanager
+def _retriever_over(chunks: list[Chunk], folder: Path) -> Iterator[Retriever]:
+    """A retriever over an edge index holding `chunks`."""
     embedder = HashEmbedder(dim=128)
-    chunks = _chunks()
-    store = EdgeStore(tmp_path / "edge", embedder.dim)
+    store = EdgeStore(folder / "edge", embedder.dim)
     try:
         store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
-        retriever = Retriever(embedder, store)
+        yield Retriever(embedder, store)
+    finally:
+        store.close()
+
+
+def test_the_retriever_looks_up_the_rest_of_the_table_in_the_store(tmp_path: Path) -> None:
+    chunks = _chunks()
+    with _retriever_over(chunks, tmp_path) as retriever:
         hit = _holding(chunks, "Total assets")
         found = retriever.table_rest(hit)
         assert {c.chunk_id for c in found} == {c.chunk_id for c in table_pieces(hit, chunks)}
-    finally:
-        store.close()
 
 
 def test_a_row_named_by_its_last_word_answers_the_question() -> None:
@@ -194,12 +202,6 @@ def test_a_unit_is_read_only_from_the_paragraph_that_leads_into_the_table() -> N
 
 
 def test_the_retriever_reads_a_tables_unit_from_the_store(tmp_path: Path) -> None:
-    embedder = HashEmbedder(dim=128)
     chunks = _led_chunks()
-    store = EdgeStore(tmp_path / "edge", embedder.dim)
-    try:
-        store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
-        retriever = Retriever(embedder, store)
+    with _retriever_over(chunks, tmp_path) as retriever:
         assert retriever.unit_of(_holding(chunks, "Total equity")) == "$ in millions"
-    finally:
-        store.close()
