@@ -725,12 +725,11 @@ def table_pieces(chunk: Chunk, nearby: Sequence[Chunk]) -> list[Chunk]:
 
 
 def table_unit(chunk: Chunk, nearby: Sequence[Chunk]) -> str:
-    """The unit stated for `chunk`'s table outside the chunk (`nearby` as `around_ids` orders
-    the chunks around it, one beyond `TABLE_REACH`): in the lines of its other row groups on the
-    page that are no rows, or in the last paragraph of the chunk before its first row group, on
-    its page (a lead-in: "... was as follows ($ in millions):"); "" when none states one."""
-    if chunk.kind != TABLE_ROWS_KIND:
-        return ""
+    """The unit stated for the table of `chunk` (a table, or a group of its rows) outside the
+    chunk (`nearby` as `around_ids` orders the chunks around it, one beyond `TABLE_REACH`): in
+    the lines of its other row groups on the page that are no rows, or in the last paragraph of
+    the chunk before the table, on its page (a lead-in: "... was as follows ($ in millions):");
+    "" when none states one."""
     by_id = {c.chunk_id: c for c in nearby}
     for piece in [chunk, *table_pieces(chunk, nearby)]:
         unit = stated_unit(" ".join(ln for ln in piece.text.splitlines() if not is_table_row(ln)))

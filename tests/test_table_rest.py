@@ -146,9 +146,9 @@ def test_a_row_named_by_its_last_word_answers_the_question() -> None:
 LEAD_IN = "Balances at year end were as follows ($ in millions):"
 
 
-def _led_chunks(lead_in: str = LEAD_IN, aside: str = "") -> list[Chunk]:
+def _led_chunks(lead_in: str = LEAD_IN, aside: str = "", max_tokens: int = 48) -> list[Chunk]:
     """The balance sheet under a paragraph and a lead-in naming its unit, chunked so that the
-    lead-in is not in any row group's chunk."""
+    lead-in is in no chunk of the table (in row groups, or whole with a larger `max_tokens`)."""
     heading = one_line_block(
         "p1-b0", BlockType.section_header, (72, 60, 300, 74), "Consolidated Balance Sheets"
     )
@@ -160,8 +160,8 @@ def _led_chunks(lead_in: str = LEAD_IN, aside: str = "") -> list[Chunk]:
     document = one_page_document(
         [heading, paragraph, *note, lead, table], doc_id="u" * 64, source="10-K.pdf"
     )
-    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()), max_tokens=48)
-    assert not any(c.kind == "table_rows" and "$ in millions" in c.text for c in chunks)
+    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()), max_tokens=max_tokens)
+    assert not any(c.kind.startswith("table") and "$ in millions" in c.text for c in chunks)
     return chunks
 
 
@@ -172,6 +172,8 @@ def test_a_cell_takes_the_unit_its_tables_lead_in_states() -> None:
     hit = _holding(chunks, "Merchandise inventories")
     assert table_unit(hit, chunks) == "$ in millions"
     assert table_unit(_holding(chunks, "Total equity"), chunks) == "$ in millions"
+    [whole] = [c for c in _led_chunks(max_tokens=120) if c.kind == "table"]  # one chunk
+    assert table_unit(whole, _led_chunks(max_tokens=120)) == "$ in millions"
     hits = [ScoredChunk(chunk=hit, score=0.9)]
     options = AnswerOptions(
         table_rest=lambda c: table_pieces(c, chunks), unit_of=lambda c: table_unit(c, chunks)
@@ -198,7 +200,6 @@ def test_a_unit_is_read_only_from_the_paragraph_that_leads_into_the_table() -> N
 
     moved = [on_page_two(c) if c.kind != "table_rows" else c for c in _led_chunks()]
     assert table_unit(_holding(moved, "Merchandise inventories"), moved) == ""
-    assert table_unit(next(c for c in chunks if c.kind != "table_rows"), chunks) == ""
 
 
 def test_the_retriever_reads_a_tables_unit_from_the_store(tmp_path: Path) -> None:
