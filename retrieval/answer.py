@@ -67,6 +67,19 @@ _ASKS_SHARE = re.compile(
     r"|\bincrease|\bdecrease|\bdecline|\byield",
     re.I,
 )
+_ABOUT = r"(?:approximately\s+|about\s+|nearly\s+)?[$€£¥]?\s?\d"
+_STATES_CHANGE = re.compile(  # "Net sales increased by $135 million": a change, not the amount
+    r"\b(?:increased|decreased|rose|fell|grew|declined|dropped|was\s+(?:up|down))\s+(?:by\s+)?"
+    + _ABOUT
+    + r"|\b(?:increase|decrease|decline|growth|change)s?\s+in\s+[^.;:]{0,80}?\b(?:was|were)\s+"
+    + _ABOUT,
+    re.I,
+)
+_ASKS_CHANGE = re.compile(
+    r"\b(?:increas|decreas|chang|grow|grew|declin|rise|rose|fall|fell|drop|differ|compar"
+    r"|year[- ]over[- ]year|yoy\b)",
+    re.I,
+)
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 _DENSE_KEEP = 0.8
 FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
@@ -216,7 +229,9 @@ def _meet(
 ) -> list[float]:
     """`_MEET` for a candidate where the question's measure and period meet, else 1: a
     sentence naming the question's year and the measure's terms best among the sentences (a
-    report's year beside one word of the measure is not where they meet); a cell whose column
+    report's year beside one word of the measure is not where they meet), and stating a figure
+    that is not the measure's change unless the question asks for one ("Net sales increased by
+    $135 million" is no answer to what net sales were); a cell whose column
     header names the year and whose row label holds the measure's terms best among such cells
     (two of them at least, all of a one-word label, or the label's last word, which names what
     a row counts: "Merchandise inventories"). Terms are weighed by IDF over the candidates. The
@@ -285,6 +300,7 @@ def _meet(
     cells_met = _columns_asked(sentences, named_row, asked)
     worded = [weight(s.terms & measure) if s.cell is None else 0.0 for s in sentences]
     most = max(worded, default=0.0)
+    asks_change = bool(_ASKS_CHANGE.search(question))
     factors = []
     for i, s in enumerate(sentences):
         if s.cell is not None:
@@ -292,6 +308,7 @@ def _meet(
         else:
             dated_text = bool(periods(s.text) & years and s.terms & measure)
             dated_text = dated_text and bool(_FIGURE.search(_PERIOD_WORDS.sub(" ", s.text)))
+            dated_text = dated_text and (asks_change or not _STATES_CHANGE.search(s.text))
             meets = dated_text and worded[i] >= most - 1e-9
         factors.append(_MEET if meets else 1.0)
     return factors

@@ -569,3 +569,34 @@ def test_a_date_the_question_names_is_no_measure_and_a_total_row_is_the_whole() 
     answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
     assert answer.text is not None
     assert answer.text.startswith("Total revenue, Three Months Ended July 29, 2023: $ 9,583")
+
+
+AMCOR_SALES = _table(
+    "Condensed Consolidated Statements of Income",
+    ["", "Three Months Ended December 31, 2022", "Three Months Ended December 31, 2021"],
+    [["Net sales", "$ 3,642", "$ 3,507"], ["Cost of sales", "(2,911)", "(2,829)"]],
+)
+AMCOR_CHANGE = _paragraph(
+    "Net sales",
+    [
+        "Net sales increased by $135 million, or 4%, for the three months ended December 31,"
+        " 2022, compared to the three months ended December 31, 2021.",
+        "Excluding currency impacts, the increase in net sales for the three months ended"
+        " December 31, 2022 was $39 million, or 1%.",
+    ],
+)
+
+
+def test_a_sentence_stating_the_measures_change_does_not_meet_a_question_of_its_amount() -> None:
+    """ "What were net sales?" is answered by the amount, not by how much it grew: a sentence
+    naming the measure and the period meets the question only when its figure is not the
+    measure's change, unless the question asks for a change."""
+    amount = "What were Amcor's net sales for the three months ended December 31, 2022?"
+    assert _first(amount, AMCOR_CHANGE, AMCOR_SALES).startswith(
+        "Net sales, Three Months Ended December 31, 2022: $ 3,642"
+    )
+    change = (
+        "By how much did Amcor's net sales increase in the three months ended December 31, 2022?"
+    )
+    answered = _first(change, AMCOR_CHANGE, AMCOR_SALES)
+    assert "increase" in answered and "3,642" not in answered, answered
