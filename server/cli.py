@@ -23,6 +23,7 @@ from server.cli_support import (
     report,
     setup_logging,
     shown,
+    without_name,
 )
 
 app = typer.Typer(
@@ -201,8 +202,8 @@ def docs(
             f"{row['status']:<10} {row['pages']:>5} {row['chunks']:>6}  "
             f"{str(row['doc_id'])[:12]:<12}  {row['source']}"
         )
-        for error in row["errors"][:3]:
-            typer.echo(f"{'':<38}{str(error)[:160]}")
+        for error in row["errors"][:3]:  # under the source, whose line names the file
+            typer.echo(f"{'':<39}{without_name(str(error), str(row['source']))[:160]}")
     typer.echo(plural(len(rows), "document"), err=True)
 
 

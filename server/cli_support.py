@@ -222,6 +222,11 @@ def processed(
         target.close()
 
 
+def without_name(reason: str, source: str) -> str:
+    """A failure's reason without the file name it may begin with, for a line that names it."""
+    return reason.removeprefix(f"{source}: ")
+
+
 def report(summary: Any) -> int:
     """Print what happened to the files and one line per partial or failed file; the number of
     failures."""
@@ -244,7 +249,7 @@ def report(summary: Any) -> int:
         if result.status is FileStatus.failed:
             again = " (will be retried)" if result.retry else ""
             name = shown(result.path or result.source)
-            reason = (result.error or "").removeprefix(f"{result.source}: ")
+            reason = without_name(result.error or "", result.source)
             typer.echo(f"FAILED {name}: {reason}{again}", err=True)
     return summary.failed
 

@@ -194,6 +194,11 @@ def test_folio_docs_lists_failures_with_index_counts(
     assert by_name["résumé 東京 ü.pdf"]["paths"][0].endswith("a..b/résumé 東京 ü.pdf")
     table = runner.invoke(cli_app, ["docs", "--data-dir", data_dir, "--failed"])
     assert table.exit_code == 0 and "decompression bomb" in table.stdout
+    header, *lines = table.stdout.splitlines()
+    where = header.index("source / errors")
+    reasons = [line for line in lines if line[:where].strip() == ""]  # the lines under a source
+    assert reasons and all(line[where] != " " for line in reasons), table.stdout  # aligned
+    assert not any(line[where:].startswith(tuple(by_name)) for line in reasons)  # no name again
 
     nothing = runner.invoke(cli_app, ["retry", "--data-dir", data_dir])
     assert nothing.exit_code == 0 and "nothing to retry" in nothing.output, "bad input is final"

@@ -509,7 +509,7 @@ def test_a_question_too_long_is_sent_whole_and_refused_in_words(
     page.click("#ask-button")
     # what to change, not a failure: no error code, no empty "Sources" heading
     expect(page.locator("#answer-text .refused")).to_have_text(
-        "The question has 2399 characters; at most 2000 are accepted", timeout=SLOW_MS
+        "The question has 2399 characters; at most 2000 are accepted.", timeout=SLOW_MS
     )
     expect(page.locator("#answer-text .error")).to_have_count(0)
     expect(page.locator("#ask-status")).to_have_text("The question was not asked.")

@@ -262,7 +262,8 @@ async function ask(question, topK) {
     if (error.name === "AbortError") return;
     if (error instanceof ApiError && error.status === 422) {
       // the question itself was refused (too long, no words): what to change, not a failure
-      const reason = error.message.charAt(0).toUpperCase() + error.message.slice(1);
+      const said = error.message.charAt(0).toUpperCase() + error.message.slice(1);
+      const reason = /[.!?]$/.test(said) ? said : `${said}.`;
       $("answer-text").replaceChildren(el("span", { class: "refused" }, reason));
       setText($("ask-status"), "The question was not asked.");
       return;
