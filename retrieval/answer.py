@@ -117,6 +117,7 @@ _PERIOD_WORDS = re.compile(  # what dates a sentence, which states no figure of 
 _QUARTER_NAMED = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth) quarter\b", re.I)
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 _MEET = 1.5
+_OTHER_SPAN = 0.8  # a cell whose column covers another span of time than the question asks for
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
 _WHOLE = frozenset(stems("total worldwide consolidated combined"))  # a column of the whole
 _WHEN = frozenset(stems("period year fiscal fy quarter month annual end ended ending beginning"))
@@ -244,7 +245,8 @@ def _meet(
     Buy); a question naming a quarter but no year is dated by the quarterly reports of that
     quarter among the hits. A question of a balance "at the end of" a period meets a column of
     its date, not one of the months or years ended then (a cash flow statement's change in the
-    same row)."""
+    same row). A cell that does not meet, in a column covering another span of time than the
+    one the question names ("three months" for "six months"), gets `_OTHER_SPAN`."""
     cards = {d: card_of(d) for d in {h.chunk.doc_id for h in hits}} if card_of else {}
     years = periods(question) or _years_of_quarter(question, cards)
     if not years:
@@ -301,10 +303,16 @@ def _meet(
     worded = [weight(s.terms & measure) if s.cell is None else 0.0 for s in sentences]
     most = max(worded, default=0.0)
     asks_change = bool(_ASKS_CHANGE.search(question))
+    span = next((column for asks, column in _SPANS if asks.search(question)), None)
     factors = []
     for i, s in enumerate(sentences):
         if s.cell is not None:
             meets = i in cells_met
+            header = s.cell.header
+            other = span is not None and not span.search(header)
+            if not meets and other and any(c.search(header) for _, c in _SPANS):  # 3 months for 6
+                factors.append(_OTHER_SPAN)
+                continue
         else:
             dated_text = bool(periods(s.text) & years and s.terms & measure)
             dated_text = dated_text and bool(_FIGURE.search(_PERIOD_WORDS.sub(" ", s.text)))

@@ -600,3 +600,42 @@ def test_a_sentence_stating_the_measures_change_does_not_meet_a_question_of_its_
     )
     answered = _first(change, AMCOR_CHANGE, AMCOR_SALES)
     assert "increase" in answered and "3,642" not in answered, answered
+
+
+DIVIDENDS = _table(
+    "Share Repurchases and Dividends",
+    ["", "Three Months Ended", "", "Six Months Ended", ""],
+    [
+        ["", "July 29, 2023", "July 30, 2022", "July 29, 2023", "July 30, 2022"],
+        ["Total cost of shares repurchased", "$ 69", "$ 10", "$ 150", "$ 452"],
+        ["Regular quarterly cash dividend per share", "$ 0.92", "$ 0.88", "$ 1.84", "$ 1.76"],
+        ["Cash dividends declared and paid", "$ 200", "$ 198", "$ 402", "$ 396"],
+    ],
+    (72.0, 260.0, 330.0, 400.0, 470.0, 540.0),
+)
+
+
+def test_a_cell_of_another_span_than_the_question_names_is_weighed_down() -> None:
+    """ "During the six months ended" asks for the six months' column even where no row names
+    the measure well enough to meet the question ("pay in dividends" against "declared and
+    paid"): a cell of the three months' column is weighed down, one of the six months' is not,
+    and a question naming no span weighs down neither."""
+    from retrieval.answer import _candidates, _meet
+
+    hits = [ScoredChunk(chunk=DIVIDENDS, score=0.9)]
+    found = _candidates(hits)
+    six = "How much did Best Buy pay in dividends during the six months ended July 29, 2023?"
+
+    def factors(question: str) -> dict[str, float]:
+        weighed = zip(found, _meet(question, found, hits), strict=True)
+        return {s.text: f for s, f in weighed if "Cash dividends" in s.text}
+
+    paid = "Cash dividends declared and paid"
+    assert factors(six) == {
+        f"{paid}, Three Months Ended, July 29, 2023: $ 200": 0.8,
+        f"{paid}, Three Months Ended, July 30, 2022: $ 198": 0.8,
+        f"{paid}, Six Months Ended, July 29, 2023: $ 402": 1.0,
+        f"{paid}, Six Months Ended, July 30, 2022: $ 396": 1.0,
+    }
+    assert set(factors("How much did Best Buy pay in dividends in 2023?").values()) == {1.0}
+    assert _first(six, DIVIDENDS).startswith(f"{paid}, Six Months Ended, July 29, 2023: $ 402")
