@@ -104,9 +104,15 @@ def page_image_url(doc_id: str, page: int, highlight: Sequence[BBox] = ()) -> st
     return _with_query(f"{_page_path(doc_id, page)}.png", [("highlight", format_boxes(highlight))])
 
 
-def viewer_url(doc_id: str, page: int, highlight: Sequence[BBox] = ()) -> str:
-    """The HTML page that shows a page image, `highlight` boxes drawn on it."""
-    return _with_query(f"{_page_path(doc_id, page)}/view", [("highlight", format_boxes(highlight))])
+def viewer_url(
+    doc_id: str, page: int, highlight: Sequence[BBox] = (), on: int | None = None
+) -> str:
+    """The HTML page that shows a page image, `highlight` boxes drawn on it; with `on`, the
+    boxes are page `on`'s, drawn only there (the link to a page beside a cited one keeps the
+    citation for the way back)."""
+    where = str(on) if on is not None and on != page and highlight else ""
+    params = [("highlight", format_boxes(highlight)), ("on", where)]
+    return _with_query(f"{_page_path(doc_id, page)}/view", params)
 
 
 def crop_url(doc_id: str, page: int, bbox: BBox, highlight: Sequence[BBox] = ()) -> str:

@@ -127,3 +127,13 @@ def test_what_a_signature_cannot_authorise() -> None:
         SIGNER.sign(SIGNER.sign(page_image_url(DOC, 3)))
     with pytest.raises(ValueError, match="must not be empty"):
         LinkSigner.for_api_key("")
+
+
+def test_a_viewer_link_beside_the_cited_page_names_the_page_its_boxes_are_of() -> None:
+    doc = "a" * 64
+    box = (72.0, 100.0, 300.0, 120.0)
+    beside = viewer_url(doc, 13, [box], on=12)
+    assert beside == f"/documents/{doc}/pages/13/view?highlight=72.0,100.0,300.0,120.0&on=12"
+    assert highlight_of(beside) == [box]
+    assert viewer_url(doc, 12, [box], on=12) == viewer_url(doc, 12, [box])  # its own page
+    assert viewer_url(doc, 13, [], on=12) == f"/documents/{doc}/pages/13/view"  # nothing to keep

@@ -534,7 +534,8 @@ def test_a_viewer_link_opened_alone_shows_the_cited_region_and_leads_to_the_next
     open_page: Any, site: tuple[Services, str]
 ) -> None:
     """Opened from a copied link, the viewer page says which page of how many it shows, links
-    the pages beside it, and scrolls the highlight into view on a window shorter than the page."""
+    the pages beside it, and scrolls the highlight into view on a window shorter than the page;
+    the way back to the cited page shows its highlight again."""
     from playwright.sync_api import expect
 
     _services, base = site
@@ -553,7 +554,12 @@ def test_a_viewer_link_opened_alone_shows_the_cited_region_and_leads_to_the_next
     expect(page.locator("h1")).to_have_text("kelud report.pdf — page 2 of 2")
     expect(page.get_by_role("link", name="Previous page")).to_be_visible()
     expect(page.get_by_role("link", name="Next page")).to_have_count(0)
-    expect(page.locator("#cited")).to_have_count(0)  # no highlight asked for there
+    expect(page.locator("#cited")).to_have_count(0)  # the highlight is page 1's
+    page.get_by_role("link", name="Previous page").click()  # and is back with it
+    expect(page.locator("h1")).to_have_text("kelud report.pdf — page 1 of 2")
+    page.wait_for_function("() => document.querySelector('img').naturalWidth > 0")
+    expect(page.locator("#cited")).to_be_in_viewport()
+    assert "highlight=" in (page.locator("img").get_attribute("src") or "")
     assert errors == []
 
 

@@ -97,18 +97,24 @@ def page_view(
     svc: Svc,
     links: Links,
     highlight: Annotated[str | None, Query(max_length=4000)] = None,
+    on: Annotated[int | None, Query(ge=1, description="the page the highlight is of")] = None,
     exp: Annotated[int | None, Query(description="a signed link's expiry")] = None,
 ) -> HTMLResponse:
     """The page image in an HTML page, scrolled to the first highlight, with links to the pages
-    before and after; with an API key its links are signed (to expire with this page's own
-    signed link), since the page is opened as a link."""
+    before and after, which keep the highlight for the page it is of (`on`, else this one); with
+    an API key its links are signed (to expire with this page's own signed link), since the page
+    is opened as a link."""
     record = page_record_or_404(svc, doc_id, n)
     try:
         boxes = parse_boxes(highlight)
     except ValueError as exc:
         raise ApiError(422, "invalid_highlight", str(exc)) from None
-    image = page_image_url(doc_id, n, boxes)
-    others = {k: viewer_url(doc_id, k) for k in (n - 1, n + 1) if 1 <= k <= record.pages}
+    cited = on or n
+    shown = boxes if cited == n else []
+    image = page_image_url(doc_id, n, shown)
+    others = {
+        k: viewer_url(doc_id, k, boxes, on=cited) for k in (n - 1, n + 1) if 1 <= k <= record.pages
+    }
     if links is not None:
         expires = links.expiry() if exp is None else min(exp, links.expiry())
         image = links.sign(image, expires=expires)
@@ -125,7 +131,7 @@ def page_view(
         f"<h1 style='font-size:16px'>{title}</h1><nav>{nav}</nav>"
         "<div style='position:relative;display:inline-block;max-width:100%;margin-top:8px'>"
         f"<img style='display:block;max-width:100%;border:1px solid #ccc' alt='{title}' "
-        f"src='{html.escape(image)}'>{_cited_marker(svc, doc_id, n, boxes)}</div>"
+        f"src='{html.escape(image)}'>{_cited_marker(svc, doc_id, n, shown)}</div>"
     )
     return HTMLResponse(body)
 
