@@ -122,34 +122,18 @@ class BgeSmall:
     INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
     def __init__(self, threads: int = 2, max_length: int = 128) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        from retrieval.rerank import shipped_model_dir
+        from retrieval.rerank import open_onnx, shipped_model_dir
 
         directory = shipped_model_dir().parent / "bge_small_en"
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        self.session = ort.InferenceSession(
-            str(directory / "model.onnx"), options, providers=["CPUExecutionProvider"]
-        )
-        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length)
-        self.tokenizer.enable_padding()
+        self.session, self.tokenizer = open_onnx(directory, threads=threads, max_length=max_length)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from retrieval.rerank import onnx_feed
+
         out = []
         for start in range(0, len(texts), 32):
             encoded = self.tokenizer.encode_batch(list(texts[start : start + 32]))
-            feed = {
-                name: np.array([getattr(e, field) for e in encoded], dtype=np.int64)
-                for name, field in (
-                    ("input_ids", "ids"),
-                    ("attention_mask", "attention_mask"),
-                    ("token_type_ids", "type_ids"),
-                )
-            }
-            out.append(self.session.run(None, feed)[0][:, 0, :])
+            out.append(self.session.run(None, onnx_feed(self.session, encoded))[0][:, 0, :])
         vectors = np.vstack(out)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 

@@ -303,7 +303,7 @@ def _meet(
     worded = [weight(s.terms & measure) if s.cell is None else 0.0 for s in sentences]
     most = max(worded, default=0.0)
     asks_change = bool(_ASKS_CHANGE.search(question))
-    span = next((column for asks, column in _SPANS if asks.search(question)), None)
+    span = _asked_span(question)
     factors = []
     for i, s in enumerate(sentences):
         if s.cell is not None:
@@ -389,10 +389,15 @@ def _columns_of_span(question: str, found: list[int], cells: dict[int, TableCell
     ended then; a quarter's figure is the three months' column, not the six months' beside it."""
     if _AT_A_DATE.search(question):
         found = [i for i in found if not _DURATION.search(cells[i].header)] or found
-    for asks, column in _SPANS:
-        if asks.search(question):
-            return [i for i in found if column.search(cells[i].header)] or found
+    column = _asked_span(question)
+    if column is not None:
+        return [i for i in found if column.search(cells[i].header)] or found
     return found
+
+
+def _asked_span(question: str) -> re.Pattern[str] | None:
+    """What a column header covering the span of time the question names says, if it names one."""
+    return next((column for asks, column in _SPANS if asks.search(question)), None)
 
 
 def _columns_asked(sentences: list[_Sentence], cells: list[int], asked: set[str]) -> set[int]:

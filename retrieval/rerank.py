@@ -40,6 +40,8 @@ __all__ = [
     "RerankOptions",
     "Reranker",
     "build_reranker",
+    "onnx_feed",
+    "open_onnx",
     "shipped_model_dir",
     "sigmoid",
 ]
@@ -110,6 +112,35 @@ def shipped_model_dir() -> Path:
     )
 
 
+def open_onnx(model_dir: Path, *, threads: int, max_length: int) -> tuple[Any, Any]:
+    """The CPU session of `model_dir/model.onnx` on `threads` threads, and its
+    `tokenizer.json`, truncating to `max_length` tokens and padding each batch."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length)
+    tokenizer.enable_padding()
+    session = ort.InferenceSession(
+        str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
+    )
+    return session, tokenizer
+
+
+def onnx_feed(session: Any, encoded: Sequence[Any]) -> dict[str, np.ndarray]:
+    """A tokenized batch as the inputs `session` takes (ids, attention mask, token types)."""
+    names = {i.name for i in session.get_inputs()}
+    feed = {
+        "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+    }
+    return {k: v for k, v in feed.items() if k in names}
+
+
 class OnnxReranker:
     """cross-encoder/ms-marco-MiniLM-L-12-v2 (INT8 ONNX) on the CPU; raw logits as scores."""
 
@@ -136,20 +167,9 @@ class OnnxReranker:
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
             if self._session is None:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
-
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = self.threads
-                options.inter_op_num_threads = 1
-                tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-                tokenizer.enable_truncation(self.max_length)
-                tokenizer.enable_padding()
-                self._session = ort.InferenceSession(
-                    str(self.model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
+                self._session, self._tokenizer = open_onnx(
+                    self.model_dir, threads=self.threads, max_length=self.max_length
                 )
-                self._inputs = {i.name for i in self._session.get_inputs()}
-                self._tokenizer = tokenizer
             return self._session, self._tokenizer
 
     def score(self, question: str, passages: Sequence[str]) -> list[float]:
@@ -160,14 +180,7 @@ class OnnxReranker:
         scores: list[float] = []
         for start in range(0, len(passages), self.batch_size):
             batch = [(question, p) for p in passages[start : start + self.batch_size]]
-            encoded = tokenizer.encode_batch(batch)
-            feed = {
-                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
-            }
-            feed = {k: v for k, v in feed.items() if k in self._inputs}
-            logits = session.run(None, feed)[0]
+            logits = session.run(None, onnx_feed(session, tokenizer.encode_batch(batch)))[0]
             scores.extend(float(v) for v in np.asarray(logits).reshape(len(batch), -1)[:, 0])
         return scores
 
