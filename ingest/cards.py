@@ -84,13 +84,18 @@ _NOT_A_NAME = re.compile(
     r"New York|Jersey|Ireland|Washington|Minnesota|California|Maryland|Pennsylvania)$",
     re.I,
 )
+# a word closing a sentence ("Edinburgh, Scotland, UK. Association for ...") ends any name before it
+_SENTENCE_END = re.compile(r"\b(?!(?:St|Mt|Dr|Jr|Sr|No|Co|Corp|Inc|Ltd|Bros)\.)[A-Za-z]{2,}\.\s")
+_CITED_TITLE = re.compile(
+    r"\b(?:recommended|suggested)\s+citation\b.*?[“\"]([^”\"]{12,200})[”\"]", re.I | re.S
+)
 _NOT_A_TITLE = re.compile(
     r"^arxiv:|:$|^for (?:release|media)|^(?:table of )?contents$|^\(cite|^page \d", re.I
 )
 _REGISTRANT = re.compile(r"exact\s+name\s+of\s+registrant", re.I)
 _MANUAL = re.compile(
     r"\b(?:manual|user'?s?\s+guide|owner'?s\s+guide|instructions|handbook|"
-    r"installation\s+guide|reference\s+guide|quick\s+start)\b",
+    r"installation\s+guide|reference\s+guide|quick\s+start|help\s+guide|online\s*help)\b",
     re.I,
 )
 _DATASHEET = re.compile(r"\b(?:data\s*sheet|datasheet|product\s+specifications?)\b", re.I)
@@ -230,7 +235,7 @@ class _Reading:
             return DocumentCard()
         form, kind = self._kind()
         organisation = self._organisation()
-        title = self._title()
+        title = self._title(filing=form is not None)
         year, quarter, end = self._period(kind is DocKind.earnings_release or form is not None)
         card = DocumentCard(
             title=title,
@@ -317,10 +322,14 @@ class _Reading:
     def _organisation(self) -> str | None:
         scores: dict[str, float] = {}
         names: dict[str, str] = {}
+        written: set[str] = set()  # names seen in mixed case, not only in capitals
 
         def vote(name: str, weight: float, *, registrant: bool = False) -> None:
+            capitals = name.isupper()
             name = _clean_org(name)
             if len(name) < 2 or len(name) > 80 or _ORG_STOP.search(name):
+                return
+            if _SENTENCE_END.search(name + " "):
                 return
             stem = [w for w in name.split()[:-1] if w.lower() not in ("the", "of", "and", "&")]
             if sum(c.isalnum() for c in "".join(stem)) < 2:
@@ -334,6 +343,8 @@ class _Reading:
                 return
             key = name.casefold().removeprefix("the ")
             names.setdefault(key, name)
+            if not capitals:
+                written.add(key)
             scores[key] = scores.get(key, 0.0) + weight
 
         first = self.pages[0].number
@@ -368,12 +379,30 @@ class _Reading:
         if not scores:
             return None
         key, _ = max(scores.items(), key=lambda kv: (kv[1], -len(kv[0])))
-        return names[key]
+        return names[key] if key in written else self._as_written(names[key])
 
-    def _title(self) -> str | None:
+    def _as_written(self, name: str) -> str:
+        """A name read in capitals as the text spells it in mixed case, when it does ("BEST BUY
+        CO., INC." is "Best Buy Co., Inc"), the name guessed from its capitals when it does not."""
+        words = _TOKEN.findall(name)
+        if not words:
+            return name
+        spelling = re.compile(r"\b" + r"\W{1,3}".join(map(re.escape, words)) + r"\b", re.I)
+        spelt = Counter(
+            re.sub(r"\s+", " ", found.group(0))
+            for _, block in self.body
+            for found in spelling.finditer(block.text)
+            if not found.group(0).isupper()
+        )
+        return spelt.most_common(1)[0][0] if spelt else name
+
+    def _title(self, *, filing: bool) -> str | None:
         meta = self.metadata.get("title", "").strip()
         if meta and not _BAD_TITLE.search(meta) and len(_WORD.findall(meta)) >= 2:
             return meta[:200]
+        cited = _CITED_TITLE.search(self.cover)
+        if cited:  # "Recommended citation: Pew Research Center, 2021, “Title”"
+            return re.sub(r"\s+", " ", cited.group(1).strip())[:200]
         blocks = self._first_page_texts()
         if not blocks:
             return None
@@ -382,8 +411,13 @@ class _Reading:
         headings = [b for b in large if b.type in (BlockType.title, BlockType.section_header)]
         # the topmost of the large headings: a document's name leads its first page, though a
         # section heading further down may be set a little larger
-        chosen = min(headings or large, key=lambda b: b.bbox[1])
-        return re.sub(r"\s+", " ", chosen.text.strip())[:200] or None
+        chosen = [min(headings or large, key=lambda b: b.bbox[1])]
+        # a heading run over lines goes on (a filing's cover stacks lines that are each whole)
+        for block in sorted(large, key=lambda b: b.bbox[1]):
+            if not filing and len(chosen) < 3 and _continues(chosen[-1], block):
+                chosen.append(block)
+        text = " ".join(b.text.strip() for b in chosen)
+        return re.sub(r"\s+", " ", text)[:200] or None
 
     # period, language ---------------------------------------------------------------------------
 
@@ -457,6 +491,17 @@ class _Reading:
     def _common_name_words(self) -> list[str]:
         """The file name's words that its text writes in lower case (they name no document)."""
         return sorted(w for w in name_words(self.source) if self._common(w))
+
+
+def _continues(above: Block, block: Block) -> bool:
+    """Whether `block` is the next line of the heading `above`: set alike, just under it."""
+    size = _size(above)
+    return (
+        block.type is above.type
+        and abs(_size(block) - size) <= 0.1 * size
+        and -0.3 * size <= block.bbox[1] - above.bbox[3] <= 0.8 * size
+        and min(block.bbox[2], above.bbox[2]) > max(block.bbox[0], above.bbox[0])
+    )
 
 
 def _bare(word: str) -> str:

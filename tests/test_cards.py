@@ -14,12 +14,13 @@ from ingest.cards import document_card
 from ingest.pipeline import FileStatus, IngestOptions
 from ocr_engine.extract import extract_document
 from ocr_engine.options import ExtractOptions, OcrMode
-from retrieval.doc_card import CARD_KIND, DocKind
+from retrieval.doc_card import CARD_KIND, DocKind, DocumentCard
 from server.services import Services, build_services
 from server.settings import Settings
 
 NEVER = ExtractOptions(ocr=OcrMode.never)
 Line = tuple[float, str]  # font size, text
+Placed = tuple[float, float, str]  # font size, baseline, text
 
 
 def _filing(company: str, year: int, revenue: str) -> bytes:
@@ -96,6 +97,81 @@ def test_the_title_is_the_first_heading_though_a_later_one_is_set_larger(tmp_pat
     pdf.write_bytes(_pdf([essay]))
     card = document_card(extract_document(pdf, options=NEVER))
     assert card.title == "The Evolution of the Word Processor"
+
+
+def _card_of(tmp_path: Path, name: str, pages: list[list[Placed]]) -> DocumentCard:
+    """The card of a PDF whose lines are centred by hand: (font size, baseline, text) each."""
+    doc = pymupdf.open()
+    for lines in pages:
+        page = doc.new_page(width=612, height=792)
+        for size, y, text in lines:
+            x = (612 - pymupdf.get_text_length(text, fontsize=size)) / 2
+            page.insert_text((x, y), text, fontsize=size)
+    pdf = tmp_path / name
+    pdf.write_bytes(doc.tobytes())
+    doc.close()
+    return document_card(extract_document(pdf, options=NEVER))
+
+
+def test_a_name_read_in_capitals_is_spelt_as_the_text_spells_it(tmp_path: Path) -> None:
+    cover: list[Placed] = [
+        (10, 72, "UNITED STATES SECURITIES AND EXCHANGE COMMISSION"),
+        (14, 110, "FORM 10-Q"),
+        (18, 150, "BEST BUY CO., INC."),
+        (8, 175, "(Exact name of registrant as specified in its charter)"),
+    ]
+    body: list[Placed] = [(10, 72, "Best Buy Co., Inc. sells consumer electronics.")]
+    card = _card_of(tmp_path, "doc_0001.pdf", [cover, body])
+    assert card.organisation == "Best Buy Co., Inc", "not 'Best BUY Co., Inc'"
+    assert "buy" not in card.aliases and "bestbuy" in card.aliases
+    unspelt = _card_of(tmp_path, "doc_0002.pdf", [cover, [(10, 72, "Net sales rose.")]])
+    assert unspelt.organisation == "Best BUY Co., Inc", "no spelling to follow: read from capitals"
+
+
+def test_a_title_set_over_two_lines_is_read_whole(tmp_path: Path) -> None:
+    first: list[Placed] = [
+        (16, 100, "CLADDER: Assessing Causal Reasoning in"),
+        (16, 120, "Language Models"),
+        (10, 170, "Zhijing Jin, Yuen Chen, Felix Leeb"),
+        (10, 220, "We investigate whether large language models can reason about causes."),
+    ]
+    card = _card_of(tmp_path, "doc_0003.pdf", [first])
+    assert card.title == "CLADDER: Assessing Causal Reasoning in Language Models"
+
+
+def test_a_sentence_end_is_not_inside_an_organisation(tmp_path: Path) -> None:
+    references: list[Placed] = [
+        (16, 100, "A Study of Causal Questions"),
+        (10, 150, "In Proceedings of the 2015 Conference, pages 294-303, Edinburgh,"),
+        (10, 165, "Scotland, UK. Association for Computational Linguistics."),
+        (10, 180, "Scotland, UK. Association for Computational Linguistics."),
+    ]
+    card = _card_of(tmp_path, "doc_0004.pdf", [references])
+    assert card.organisation != "UK. Association"
+
+
+def test_a_help_guide_is_a_manual(tmp_path: Path) -> None:
+    first: list[Placed] = [
+        (14, 80, "Help Guide"),
+        (10, 110, "Wireless Noise Canceling Stereo Headset"),
+        (10, 140, "Read this guide if you encounter any problems, or have any questions."),
+    ]
+    assert _card_of(tmp_path, "doc_0005.pdf", [first]).kind is DocKind.manual
+
+
+def test_a_recommended_citation_names_the_title(tmp_path: Path) -> None:
+    """The cover's title is a picture; the citation it recommends quotes it."""
+    first: list[Placed] = [
+        (9, 200, "FOR RELEASE April 22 2021"),
+        (9, 560, "Carroll Doherty, Director of Political Research"),
+        (9, 575, "Jocelyn Kiley, Associate Director, Research"),
+        (9, 660, "RECOMMENDED CITATION"),
+        (9, 675, 'Pew Research Center, April, 2021, "Republicans'),
+        (9, 690, "and Democrats Move Further Apart in Views of"),
+        (9, 705, 'Voting Access"'),
+    ]
+    card = _card_of(tmp_path, "doc_0006.pdf", [first])
+    assert card.title == "Republicans and Democrats Move Further Apart in Views of Voting Access"
 
 
 def test_opaque_file_names_route_by_the_card(services: Services, tmp_path: Path) -> None:
