@@ -148,14 +148,22 @@ def _continues(prev: list[TextLine], nxt: list[TextLine], body: float) -> bool:
 
 
 def classify(
-    lines: list[TextLine], style: BodyStyle, page_w: float, page_h: float, first_page: bool
+    lines: list[TextLine],
+    style: BodyStyle,
+    page_w: float,
+    page_h: float,
+    first_page: bool,
+    *,
+    text_top: float | None = None,
 ) -> LayoutBlock:
-    """Type one group of lines by position, font size, weight and leading text."""
+    """Type one group of lines by position, font size, weight and leading text; `text_top` is
+    where the page's highest line ends (a group under it is not at the page's edge)."""
     body = style.size
     box = union(line.bbox for line in lines)
     text = " ".join(line.text for line in lines)
     size = max(line.size for line in lines)
-    if _in_margin(lines, box, page_w, page_h):
+    under_text = text_top is not None and text_top <= box[1] + 1
+    if _in_margin(lines, box, page_w, page_h, under_text=under_text):
         return LayoutBlock(BlockType.text, lines)
     if CAPTION_RE.match(text):
         return LayoutBlock(BlockType.caption, lines)
@@ -178,14 +186,18 @@ def classify(
     return LayoutBlock(BlockType.text, lines)
 
 
-def _in_margin(lines: list[TextLine], box: Box, page_w: float, page_h: float) -> bool:
+def _in_margin(
+    lines: list[TextLine], box: Box, page_w: float, page_h: float, *, under_text: bool
+) -> bool:
     """A line or two in the top or bottom margin band, or vertical text along a side edge: plain
-    text (no heading of the ground truth sits there), furniture only if it repeats."""
+    text (no heading of the ground truth sits there), furniture only if it repeats. A line in the
+    top band under other text (a manual's running header) is not at the edge: it may head."""
     if not all(line.horizontal for line in lines) and (
         box[2] < 0.1 * page_w or box[0] > 0.9 * page_w
     ):
         return True
-    in_band = box[3] <= MARGIN_BAND * page_h or box[1] >= (1 - MARGIN_BAND) * page_h
+    at_top = box[3] <= MARGIN_BAND * page_h and not under_text
+    in_band = at_top or box[1] >= (1 - MARGIN_BAND) * page_h
     return in_band and len(lines) <= 2
 
 

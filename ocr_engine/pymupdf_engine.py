@@ -46,8 +46,9 @@ ENGINE_NAME = "pymupdf"
 # engine's version, so its cached pages are read again while OCR pages keep theirs
 # (`EXTRACTION_VERSION` is for changes to every engine's pages). 1: headings above a table's
 # first row of figures are its header rows; 2: so is a row of years under a spanning heading;
-# 3: a stub heading starts where the labels do and goes on no sentence.
-TEXT_LAYER_VERSION = "3"
+# 3: a stub heading starts where the labels do and goes on no sentence; 4: a heading in the top
+# margin band under the running header heads.
+TEXT_LAYER_VERSION = "4"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there
@@ -173,8 +174,10 @@ class PyMuPDFEngine:
                 raw.lines = [line for line in cut if line is not None]
             raw_blocks = [raw for raw in raw_blocks if raw.lines]
         groups = [g for raw in raw_blocks for g in split_block(raw, body)]
+        horizontal = [line.bbox[3] for g in groups for line in g if line.horizontal]
+        text_top = min(horizontal, default=None)
         for group in merge_paragraphs(groups, body):
-            laid.append(classify(group, style, width, height, first_page))
+            laid.append(classify(group, style, width, height, first_page, text_top=text_top))
         images = image_boxes(page, frame)
         for box in images:
             if not any(centre_inside(box, t.bbox) for t in tables):

@@ -461,6 +461,20 @@ def test_cover_blurbs_and_margin_labels_are_not_headings() -> None:
     assert "Front cover" in _texts(result, BlockType.text)  # in the band: never a heading
 
 
+def test_a_heading_under_the_running_header_heads_though_it_is_in_the_band() -> None:
+    """A manual set with a narrow top margin: its section heading stands in the 7.5% band,
+    under the running header; the running header alone is at the page's edge."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((490, 30), "Getting Started", fontsize=11)
+    page.insert_text((45, 56), "Wake the screen", fontsize=12, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(45, 64, 540, 140), BODY, fontsize=10)
+    page.insert_text((45, 250), "Turn off the screen", fontsize=12, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(45, 258, 540, 330), BODY, fontsize=10)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    assert _headings(result) == ["Wake the screen", "Turn off the screen"]
+    assert "Getting Started" in _texts(result, BlockType.text)
+
 def _headings(page: Page) -> list[str]:
     return [b.text for b in page.blocks if b.type.value in ("title", "section_header")]
 
