@@ -61,6 +61,9 @@ class _TitlesAlone:
     def titled(self, *_: Any) -> None:
         return None
 
+    def column_heads(self, *args: Any) -> Any:
+        return self.layout.column_heads(*args)
+
 
 def _ask(retriever: Any, case: BoxCase, prior: float | None = None) -> tuple[Cited, float, str]:
     """The case asked as `POST /query` asks it: where it cites, seconds, the cited hit's rank."""

@@ -32,7 +32,7 @@ from retrieval.doc_card import DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
-from retrieval.schema import TABLE_ROWS_KIND, Chunk, Citation, Region, ScoredChunk, Support
+from retrieval.schema import TABLE_ROWS_KIND, BBox, Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
 
 if TYPE_CHECKING:
@@ -566,12 +566,22 @@ def _cell_evidence(
     chunk: Chunk, cell: TableCellText, options: AnswerOptions
 ) -> tuple[Evidence, str]:
     """Where a table cell is (its box, else its row's; its preview shows the row, label
-    included) and its words."""
+    included, under its table's column headings) and its words."""
     line = chunk.lines[cell.line]
     box = options.layout.cell_box(chunk, line, cell.col) if options.layout else None
     box = box or line.bbox
     row = union([line.bbox, box])
-    return Evidence(line.page, box, [Region(page=line.page, bbox=box)], [box], row), cell.text
+    heads = options.layout.column_heads(chunk, line) if options.layout else None
+    shown = (row,) if heads is None else _under_heads(heads, row)
+    return Evidence(line.page, box, [Region(page=line.page, bbox=box)], [box], shown), cell.text
+
+
+def _under_heads(heads: BBox, row: BBox) -> tuple[BBox, ...]:
+    """A preview of a row and its table's column headings: one region when they are a few lines
+    apart, else the two, one under the other."""
+    if row[1] - heads[3] <= 3 * (row[3] - row[1]):
+        return (union([heads, row]),)
+    return (heads, row)
 
 
 def _located(chunk: Chunk, spans: Sequence[tuple[int, int]]) -> tuple[Evidence, str]:

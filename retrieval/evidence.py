@@ -33,8 +33,9 @@ class Evidence:
     bbox: BBox
     regions: list[Region]
     highlight: list[BBox]
-    context: BBox | None = None
-    """What a preview crop shows around `bbox` (a table cell's row, so that its label shows)."""
+    context: tuple[BBox, ...] = ()
+    """What a preview crop shows, top to bottom, in place of `bbox` (a table cell's column
+    headings and its row, so that its label and its column's heading show)."""
 
     def highlight_url(self, doc_id: str) -> str:
         """The image of the first page with the evidence drawn."""

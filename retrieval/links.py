@@ -115,9 +115,10 @@ def viewer_url(
     return _with_query(f"{_page_path(doc_id, page)}/view", params)
 
 
-def crop_url(doc_id: str, page: int, bbox: BBox, highlight: Sequence[BBox] = ()) -> str:
-    """The image of the region `bbox` of a page (the server adds a margin), boxes drawn."""
-    params = [("bbox", format_boxes([bbox])), ("highlight", format_boxes(highlight))]
+def crop_url(doc_id: str, page: int, parts: Sequence[BBox], highlight: Sequence[BBox] = ()) -> str:
+    """The image of the regions `parts` of a page, one under the other (the server adds a margin
+    to each), boxes drawn."""
+    params = [("bbox", format_boxes(parts)), ("highlight", format_boxes(highlight))]
     return _with_query(f"{_page_path(doc_id, page)}/crop.png", params)
 
 
@@ -161,11 +162,11 @@ def citation_links(
     regions: Sequence[Region],
     highlight: Sequence[BBox],
     *,
-    crop: BBox | None = None,
+    crop: Sequence[BBox] = (),
 ) -> CitationLinks:
     """The links of evidence on `page` (boxed by `bbox`, drawn as `highlight`) whose `regions`
-    may run on to other pages, each of which is drawn with its region; the crop shows `crop`
-    (a cell's row) where given, else `bbox`."""
+    may run on to other pages, each of which is drawn with its region; the crop shows the parts
+    `crop` (a cell's column headings and row) where given, else `bbox`."""
     pages = [PageHighlight(page=page, highlight_url=page_image_url(doc_id, page, highlight))]
     for region in regions:
         if region.page != page:
@@ -175,7 +176,7 @@ def citation_links(
         "page_image_url": page_image_url(doc_id, page),
         "highlight_url": pages[0].highlight_url,
         "viewer_url": viewer_url(doc_id, page, highlight),
-        "crop_url": crop_url(doc_id, page, crop or bbox, highlight),
+        "crop_url": crop_url(doc_id, page, crop or [bbox], highlight),
         "page_highlights": pages,
         "page_url_template": page_url_template(doc_id),
     }

@@ -56,6 +56,8 @@ class Layout(Protocol):
 
     def titled(self, doc_id: str, page: int, title: BBox, caption: bool) -> BBox | None: ...
 
+    def column_heads(self, chunk: Chunk, line: ChunkLine) -> BBox | None: ...
+
 
 _Content = tuple[Box, list[tuple[Box, int]]]
 
@@ -68,6 +70,8 @@ class _PageBlocks:
     and how many words of running text each cell holds (`_prose_words`)."""
     texts: list[tuple[Box, int]]
     """Boxes of the page's other blocks (running headers and footers left out), and their words."""
+    heads: list[tuple[Box, Box]]
+    """Each table's box, and the box of the column headings atop it (`_heads`)."""
 
 
 def _page_blocks(page: Page) -> _PageBlocks:
@@ -81,7 +85,27 @@ def _page_blocks(page: Page) -> _PageBlocks:
         elif block.type not in (BlockType.page_header, BlockType.page_footer):
             texts.append((block.bbox, _words(block)))
     cells = [c for block in page.blocks for c in block.cells if c.bbox is not None]
-    return _PageBlocks(cells, contents, texts)
+    heads = [
+        (block.bbox, head)
+        for block in page.blocks
+        if block.type is BlockType.table and (head := _heads(block)) is not None
+    ]
+    return _PageBlocks(cells, contents, texts, heads)
+
+
+def _heads(table: Block) -> Box | None:
+    """The rows of column headings atop a table, as wide as the table: its heading cells above
+    the first cell of figures, the stub column's ("Assets") left out; None without them."""
+    boxed = [c for c in table.cells if c.bbox is not None]
+    body_top = min((c.bbox[1] for c in boxed if not c.header and c.bbox), default=None)
+    heads = [
+        c.bbox
+        for c in boxed
+        if c.header and c.col > 0 and c.bbox and (body_top is None or c.bbox[3] <= body_top + 1)
+    ]
+    if not heads or body_top is None:
+        return None
+    return (table.bbox[0], min(b[1] for b in heads), table.bbox[2], max(b[3] for b in heads))
 
 
 def _prose_words(text: str) -> int:
@@ -140,6 +164,17 @@ class PageLayouts:
             cy = (cell.bbox[1] + cell.bbox[3]) / 2
             if x0 - 1 <= cx <= x1 + 1 and y0 - 1 <= cy <= y1 + 1:
                 return cell.bbox
+        return None
+
+    def column_heads(self, chunk: Chunk, line: ChunkLine) -> BBox | None:
+        """The box of the column headings of the table whose row `line` boxes, when they stand
+        above it; None for a row of no known table, or one of its headings."""
+        layout = self._page(chunk.doc_id, line.page)
+        middle = (line.bbox[1] + line.bbox[3]) / 2
+        for table, head in layout.heads if layout else []:
+            across = line.bbox[0] < table[2] and line.bbox[2] > table[0]
+            if across and table[1] - 1 <= middle <= table[3] + 1 and head[3] <= line.bbox[1] + 1:
+                return head
         return None
 
     def titled(self, doc_id: str, page: int, title: BBox, caption: bool) -> BBox | None:

@@ -17,7 +17,7 @@ from ocr_engine.errors import FolioError
 from ocr_engine.geometry import Box
 from retrieval.links import LinkSigner, parse_boxes
 from retrieval.schema import DOC_ID_PATTERN
-from server.pages import PageOutOfRangeError, PageRenderer, Render, UnrenderablePageError
+from server.pages import PageOutOfRangeError, PageRenderer, Render, Stack, UnrenderablePageError
 from server.services import Services
 from server.settings import Settings
 
@@ -139,7 +139,7 @@ def get_renderer(request: Request) -> PageRenderer:
 Renderer = Annotated[PageRenderer, Depends(get_renderer)]
 
 
-def png_response(render: Render, highlights: list[Box]) -> Response:
+def png_response(render: Render | Stack, highlights: list[Box]) -> Response:
     """The render as PNG with `highlights` drawn; `X-Folio-Render-Dpi` is the dpi it used."""
     headers = {"Cache-Control": "max-age=3600", "X-Folio-Render-Dpi": str(render.dpi)}
     return Response(render.png(highlights), media_type="image/png", headers=headers)

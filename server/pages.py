@@ -24,6 +24,8 @@ HIGHLIGHT_EDGE = (220, 38, 38, 255)
 DEFAULT_MAX_PIXELS = 20_000_000  # A3 or Tabloid at 300 dpi; 60 MB as RGB
 DEFAULT_CACHE_BYTES = 256 << 20
 _RECTS = 4096  # page sizes remembered, so that a cached render needs no PDF opened
+_RULE = 3  # pixels of the rule between the parts of a stacked crop
+_RULE_COLOUR = (160, 160, 160)
 
 
 class PageOutOfRangeError(BadInputError, ValueError):
@@ -47,16 +49,56 @@ class Render:
     def nbytes(self) -> int:
         return self.image.width * self.image.height * len(self.image.getbands())
 
+    def drawn(self, highlights: list[Box]) -> Image.Image:
+        """The render with `highlights` (PDF points) drawn; the cached image is kept."""
+        if not highlights:
+            return self.image
+        x, y = self.origin
+        moved = [translate(box, -x, -y) for box in highlights]
+        return draw_boxes(self.image, moved, scale=self.dpi / 72.0)
+
     def png(self, highlights: list[Box]) -> bytes:
-        """The render as PNG with `highlights` (PDF points) drawn; the cached image is kept."""
-        image = self.image
-        if highlights:
-            x, y = self.origin
-            moved = [translate(box, -x, -y) for box in highlights]
-            image = draw_boxes(image, moved, scale=self.dpi / 72.0)
-        out = io.BytesIO()
-        image.save(out, format="PNG", compress_level=1)
-        return out.getvalue()
+        """The render as PNG with `highlights` (PDF points) drawn."""
+        return _png(self.drawn(highlights))
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Renders of regions of one page shown one under the other, a rule between them (a table
+    cell's column headings over its row, the rows between left out)."""
+
+    parts: list[Render]
+
+    @property
+    def dpi(self) -> int:
+        return min(part.dpi for part in self.parts)
+
+    def png(self, highlights: list[Box]) -> bytes:
+        """The parts as one PNG, each with `highlights` drawn where they fall on it."""
+        images = [part.drawn(highlights) for part in self.parts]
+        width = max(image.width for image in images)
+        height = sum(image.height for image in images) + _RULE * (len(images) - 1)
+        canvas = Image.new("RGB", (width, height), (255, 255, 255))
+        draw = ImageDraw.Draw(canvas)
+        top = 0
+        for i, image in enumerate(images):
+            if i:
+                draw.rectangle((0, top, width, top + _RULE - 1), fill=_RULE_COLOUR)
+                top += _RULE
+            canvas.paste(image, (0, top))
+            top += image.height
+        return _png(canvas)
+
+
+def stacked(parts: list[Render]) -> Render | Stack:
+    """One render alone, or several shown one under the other."""
+    return parts[0] if len(parts) == 1 else Stack(parts)
+
+
+def _png(image: Image.Image) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format="PNG", compress_level=1)
+    return out.getvalue()
 
 
 _Key = tuple[str, int, int, Box | None]

@@ -97,11 +97,35 @@ def test_the_cell_of_the_measure_and_period_is_the_answer_and_is_boxed(embedded:
     assert first.bbox == _cell_box(3, 2)  # the cell, not its row
     assert [r.bbox for r in first.regions] == [_cell_box(3, 2)]
     assert first.page == 1
-    # the preview crop shows the row, so that the label says what the number is; it draws the cell
-    assert parse_boxes(dict(parse_qsl(urlsplit(first.crop_url).query))["bbox"]) == [
-        (_cell_box(3, 0)[0], _cell_box(3, 2)[1], _cell_box(3, 3)[2], _cell_box(3, 2)[3])
-    ]
+    # the preview crop shows the row under the column headings two rows above, so that the label
+    # and the heading say what the number is; it draws the cell
+    assert _crop_parts(first.crop_url) == [(X[0], _cell_box(0, 1)[1], X[-1], _cell_box(3, 2)[3])]
     assert highlight_of(first.crop_url) == [_cell_box(3, 2)]
+
+
+def _crop_parts(url: str) -> list[tuple[float, float, float, float]]:
+    return parse_boxes(dict(parse_qsl(urlsplit(url).query))["bbox"])
+
+
+def test_a_row_far_below_its_headings_is_previewed_under_them() -> None:
+    """The rows between are left out of the crop: the headings, then the cited row."""
+    filler = [[f"Line item {i}", str(i), str(i + 1), str(i + 2)] for i in range(20)]
+    table = table_block("p1-b1", [HEADER, *filler, *ROWS], X, TOP, ROW_HEIGHT)
+    document = one_page_document([table], doc_id="u" * 64, source="long.pdf")
+    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()))
+    hits = [ScoredChunk(chunk=c, score=0.9) for c in chunks if c.kind.startswith("table")]
+    options = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: document.pages[n - 1]))
+    answer = extractive_answer("Total revenues in 2022", hits, options=options)
+    first = answer.citations[0]
+    assert first.quote.startswith("Total revenues, 2022: 66,608")
+    heads = next(c.bbox for c in table.cells if (c.row, c.col) == (0, 1))
+    row = next(c.bbox for c in table.cells if c.text == "66,608")
+    assert heads is not None and row is not None
+    assert _crop_parts(first.crop_url) == [
+        (X[0], heads[1], X[-1], heads[3]),
+        (X[0] + 2, row[1], X[-1] - 2, row[3]),
+    ]
+    assert first.bbox == row  # the citation is still the cell alone
 
 
 def test_answers_never_hold_a_raw_markdown_row() -> None:

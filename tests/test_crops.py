@@ -39,12 +39,29 @@ def test_the_crop_is_clamped_to_the_page_and_draws_the_highlight(app: ApiApp) ->
     assert rgb.getpixel((80, 25)) == (255, 255, 255)
 
 
+def test_two_regions_are_shown_one_under_the_other(app: ApiApp) -> None:
+    """A table cell's column headings over its row: the margin around the whole, 2 points where
+    the parts meet, a grey rule between them, the highlight drawn where it falls; both parts as
+    wide as the wider, so that columns line up."""
+    image = _png(
+        app,
+        bbox="72,100,272,110;90,300,200,310",
+        margin="0",
+        dpi="72",
+        highlight="100,300,140,310",
+    ).convert("RGB")
+    assert image.size == (200, 12 + 3 + 12)
+    assert image.getpixel((100, 13)) == (160, 160, 160)  # the rule
+    assert image.getpixel((48, 20)) == (255, 241, 165)  # the highlight, in the second part
+    assert image.getpixel((48, 5)) != (255, 241, 165)  # not in the first
+
+
 @pytest.mark.parametrize(
     ("bbox", "code"),
     [
         ("1,2,3", "invalid_highlight"),
         ("1,2,3,x", "invalid_highlight"),
-        ("1,2,3,4;5,6,7,8", "invalid_highlight"),
+        ("1,2,3,4;5,6,7,8;1,2,3,4;5,6,7,8", "invalid_highlight"),
         ("5000,5000,5100,5100", "invalid_bbox"),
     ],
 )

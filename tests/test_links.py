@@ -35,7 +35,7 @@ def test_links_are_built_in_one_format_and_read_back() -> None:
     assert page_image_url(DOC, 3) == f"/documents/{DOC}/pages/3.png"
     assert page_image_url(DOC, 3, BOXES) == f"/documents/{DOC}/pages/3.png?highlight={drawn}"
     assert viewer_url(DOC, 3, BOXES) == f"/documents/{DOC}/pages/3/view?highlight={drawn}"
-    assert crop_url(DOC, 3, BOXES[0], BOXES) == (
+    assert crop_url(DOC, 3, [BOXES[0]], BOXES) == (
         f"/documents/{DOC}/pages/3/crop.png?bbox=72.0,100.0,300.0,110.2&highlight={drawn}"
     )
     assert highlight_of(viewer_url(DOC, 3, BOXES)) == [(72.0, 100.0, 300.0, 110.2), BOXES[1]]
@@ -84,7 +84,7 @@ def test_a_signed_link_opens_until_it_expires() -> None:
 
 
 def test_the_signature_covers_the_path_the_parameters_and_the_expiry() -> None:
-    signed = SIGNER.sign(crop_url(DOC, 3, BOXES[0], BOXES))
+    signed = SIGNER.sign(crop_url(DOC, 3, [BOXES[0]], BOXES))
     exp = signed.split("exp=")[1].split("&")[0]
     tampered = [
         signed.replace("/pages/3/", "/pages/4/"),  # another page

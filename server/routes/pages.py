@@ -24,6 +24,7 @@ from server.deps import (
     render_dpi,
     rendering_errors,
 )
+from server.pages import stacked
 
 __all__ = ["CROP_DPI", "router"]
 
@@ -33,11 +34,27 @@ MAX_MARGIN = 144.0
 router = APIRouter()
 
 
-def _one_box(value: str) -> Box:
+MAX_CROP_PARTS = 3
+_SEAM = 2.0  # points kept above and below where two parts of a crop meet
+
+
+def _with_margins(parts: list[Box], margin: float) -> list[Box]:
+    """The regions to render: `margin` around the whole, a hair where two parts meet (so that
+    no half line of the rows between shows), every part as wide as the widest, columns aligned."""
+    left = min(p[0] for p in parts) - margin
+    right = max(p[2] for p in parts) + margin
+    last = len(parts) - 1
+    return [
+        (left, y0 - (margin if i == 0 else _SEAM), right, y1 + (margin if i == last else _SEAM))
+        for i, (_, y0, _, y1) in enumerate(parts)
+    ]
+
+
+def _crop_parts(value: str) -> list[Box]:
     boxes = parse_boxes(value)
-    if len(boxes) != 1:
-        raise ValueError("bbox needs exactly one box x0,y0,x1,y1")
-    return boxes[0]
+    if not 1 <= len(boxes) <= MAX_CROP_PARTS:
+        raise ValueError(f"bbox needs one to {MAX_CROP_PARTS} boxes x0,y0,x1,y1, separated by ';'")
+    return boxes
 
 
 @router.get(
@@ -50,25 +67,32 @@ def page_crop(
     n: PageNumber,
     svc: Svc,
     renderer: Renderer,
-    bbox: Annotated[str, Query(max_length=200, description="x0,y0,x1,y1 in PDF points")],
+    bbox: Annotated[
+        str,
+        Query(
+            max_length=200,
+            description="x0,y0,x1,y1 in PDF points; up to three, ';' between, shown one under "
+            "the other",
+        ),
+    ],
     margin: Annotated[float, Query(ge=0, le=MAX_MARGIN, description="points")] = 16.0,
     highlight: Annotated[str | None, Query(max_length=4000)] = None,
     dpi: Annotated[int | None, Query(ge=36)] = None,
 ) -> Response:
     """The cited region of page `n` with a margin around it (clamped to the page), `highlight`
-    boxes drawn; `X-Folio-Render-Dpi` says the resolution used."""
+    boxes drawn; several regions (a table cell's column headings and its row) are shown one
+    under the other; `X-Folio-Render-Dpi` says the resolution used."""
     page_record_or_404(svc, doc_id, n)
     use_dpi = render_dpi(svc, dpi, min(CROP_DPI, svc.settings.max_render_dpi))
     try:
-        region = _one_box(bbox)
+        parts = _crop_parts(bbox)
         boxes = parse_boxes(highlight)
     except ValueError as exc:
         raise ApiError(422, "invalid_highlight", str(exc)) from None
-    x0, y0, x1, y1 = region
-    around = (x0 - margin, y0 - margin, x1 + margin, y1 + margin)
     with rendering_errors(doc_id, "invalid_bbox"):
-        render = renderer.render(svc.files.pdf_path(doc_id), n, use_dpi, around)
-        return png_response(render, boxes)
+        pdf = svc.files.pdf_path(doc_id)
+        renders = [renderer.render(pdf, n, use_dpi, box) for box in _with_margins(parts, margin)]
+        return png_response(stacked(renders), boxes)
 
 
 @router.get(
