@@ -611,6 +611,26 @@ def test_a_report_of_no_known_kind_is_listed_by_its_title(
     assert errors == []
 
 
+def test_a_manual_is_listed_by_its_title(open_page: Any, site: tuple[Services, str]) -> None:
+    """Two manuals of one maker are told apart by their titles: a manual's line leads with its
+    title, then its maker and kind."""
+    import pymupdf
+    from playwright.sync_api import expect
+
+    _services, base = site
+    data = fact_pdf("WATCH D", [("Wake the screen", "Press the Up button to wake the screen.")])
+    with pymupdf.open(stream=data) as doc:
+        doc.set_metadata({"author": "Huawei Technologies Co., Ltd.", "title": "WATCH D User Guide"})
+        data = doc.tobytes()
+    _ingest(base, "watch_d.pdf", data)
+    page, errors = open_page(base)
+    row = page.locator("li.doc", has_text="watch_d.pdf")
+    expect(row.locator(".doc-card")).to_have_text(
+        re.compile(r"^WATCH D User Guide · Huawei Technologies Co · manual"), timeout=SLOW_MS
+    )
+    assert errors == []
+
+
 def test_a_paper_is_listed_by_its_title_not_the_venue_in_its_headers(
     open_page: Any, site: tuple[Services, str]
 ) -> None:

@@ -196,9 +196,12 @@ const KIND_WORDS = {
   earnings_release: "earnings release", slide_deck: "slide deck", other: "",
 };
 
+const REPORTING = new Set(["annual_report", "quarterly_report", "current_report", "earnings_release"]);
+
 /** organisation · kind · period, from a document's card (empty without one); a card that
  * names neither organisation nor kind shows its title, not a year read from the text alone, and
- * one of no known kind leads with its title (two reports of one organisation and year differ).
+ * one that is no filing or financial report leads with its title (two manuals of one maker, two
+ * reports of one organisation and year differ by it; a filing's title is the SEC's letterhead).
  * A paper is known by its title: title · paper · year (its "organisation" is read from running
  * headers, which name a venue more often than its authors' institution). */
 function cardLine(card) {
@@ -210,7 +213,8 @@ function cardLine(card) {
   }
   const year = card.year ? `${card.form ? "FY" : ""}${card.year}` : "";
   const period = [card.quarter && year ? `Q${card.quarter}` : "", year, card.period_end || ""];
-  const parts = [kind ? "" : card.title, card.organisation, kind, period.filter(Boolean).join(" ")];
+  const titled = !card.form && !REPORTING.has(card.kind) && card.title !== card.organisation;
+  const parts = [titled ? card.title : "", card.organisation, kind, period.filter(Boolean).join(" ")];
   return parts.filter(Boolean).join(" · ");
 }
 
