@@ -52,6 +52,11 @@ export function progressText(record, progress) {
     const reading = progress.read !== undefined && progress.read < total;
     const verb = progress.stage === "embed" && !reading ? "Indexing" : "Reading";
     if (!total) return `${verb}…`;
+    if (progress.read >= total && progress.stage !== "embed") {
+      // every page read, the last ones' chunks still being embedded: no stale "Reading page N of N"
+      const indexed = progress.indexed;
+      return indexed ? `Indexing page ${indexed} of ${total}` : `Indexing ${plural(total, "page")}…`;
+    }
     const speed = reading ? progress.readRate : progress.rate;
     const rate = speed ? ` · ${speed.toFixed(1)} pages/s` : "";
     const indexed = reading && progress.indexed ? ` · ${progress.indexed} indexed` : "";
