@@ -34,7 +34,8 @@ redis:
 
 run: setup
 	mkdir -p $(INBOX)
-	$(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT)
+	$(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT) \
+		|| [ $$? -eq 130 ]  # Ctrl-C is a normal stop, not make's "Error 130"
 
 lint: setup
 	$(VENV)/bin/ruff check .
