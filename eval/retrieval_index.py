@@ -30,6 +30,7 @@ _SHAPING_SOURCES = (
     "ingest/card_period.py",
     "retrieval/sparse.py",
     "ocr_engine/extract.py",
+    "ocr_engine/furniture.py",
 )
 _DONE = "bench-ingest.json"
 

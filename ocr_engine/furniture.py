@@ -23,6 +23,8 @@ MIN_PAGES = 3  # pages the same text must stand on, at least, to be furniture
 BAND = 0.12  # share of the page height at the top and bottom where furniture may stand
 LAYERS = 3  # lines of furniture taken off the top or bottom of the content ("Acme | 10-K | 41")
 MAX_WORDS = 8  # longer text off the edge bands is content, however often it repeats
+LOCAL = 3  # pages on each side of a page where a chapter's running header repeats ...
+LOCAL_PAGES = 4  # ... on this many pages at least (three alike atop a document are content)
 
 _DIGITS = re.compile(r"\d+")
 _ROMAN = r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
@@ -53,6 +55,7 @@ class _Candidate:
     index: int
     key: Key
     needs: tuple[int, ...]  # blocks nearer the edge that must be furniture first
+    local: bool = False  # plain text in the band: furniture if it repeats on the pages beside it
 
 
 def _candidates(page: Page) -> list[_Candidate]:
@@ -64,7 +67,12 @@ def _candidates(page: Page) -> list[_Candidate]:
     found: list[_Candidate] = []
     for zone in ("top", "bottom"):
         band = [i for i in body if _in_band(page, blocks[i], zone) and _may_be(blocks[i], True)]
-        found += [_Candidate(i, (zone, furniture_key(blocks[i].text)), ()) for i in band]
+        found += [
+            _Candidate(
+                i, (zone, furniture_key(blocks[i].text)), (), blocks[i].type not in _HEADINGS
+            )
+            for i in band
+        ]
         found += _edge(page, body, zone, band)
     return found
 
@@ -177,6 +185,15 @@ class FurnitureMarker:
         need = max(MIN_PAGES, (high - low + 1) // 3)
         near = [self._evidence.get(n, set()) for n in range(low, high + 1)]
         repeated = {c.key for c in candidates if sum(c.key in e for e in near) >= need}
+        # a chapter's running header ("Blood Pressure Management" over its five pages of a 27-page
+        # manual) repeats on the pages beside it, too few for a third of the whole window
+        beside = [
+            self._evidence.get(n, set())
+            for n in range(page.number - LOCAL, page.number + LOCAL + 1)
+        ]
+        repeated |= {
+            c.key for c in candidates if c.local and sum(c.key in e for e in beside) >= LOCAL_PAGES
+        }
         if repeated:
             _mark(page, candidates, repeated)
 

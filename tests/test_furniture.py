@@ -164,6 +164,38 @@ def test_extract_and_ingest_mark_the_same_furniture_across_windows(
             assert kinds["Draft for review"] is BlockType.text
 
 
+def test_a_chapters_running_header_is_furniture_though_the_chapter_is_short() -> None:
+    """A 27-page manual whose running header names its chapter: "Getting Started" atop pages
+    1-9, "Blood Pressure Management" atop its six pages, too few for a third of the document.
+    Both are furniture; the chapter's title, set large where it starts, stays its heading."""
+    doc = pymupdf.open()
+    for n in range(1, 28):
+        page = doc.new_page(width=595, height=842)
+        chapter = (
+            "Getting Started" if n <= 9 else "Blood Pressure Management" if n <= 15 else "Sleep"
+        )
+        if n == 10:
+            page.insert_text((34, 60), chapter, fontsize=26, fontname="hebo")
+        else:
+            page.insert_text((424, 30), chapter, fontsize=11)
+        page.insert_text(
+            (45, 200), f"Step {n}: press the Up button and read result number {n * 3}."
+        )
+        page.insert_text((560, 820), str(n))
+    data = doc.tobytes()
+    doc.close()
+    pages = extract_document(data, options=NEVER).pages
+    for page in pages:
+        kinds = {b.text: b.type for b in page.blocks}
+        if page.number == 10:
+            assert kinds["Blood Pressure Management"] in (BlockType.title, BlockType.section_header)
+        elif 11 <= page.number <= 15:
+            assert kinds["Blood Pressure Management"] is BlockType.page_header, page.number
+        elif page.number <= 9:
+            assert kinds["Getting Started"] is BlockType.page_header
+        assert any(t.startswith("Step") and k is BlockType.text for t, k in kinds.items())
+
+
 @pytest.mark.parametrize("text", ["41", "iv", "xii", "Page 3 of 12", "- 7 -", "page 9"])
 def test_page_numbers_of_any_pattern_are_one_key(text: str) -> None:
     assert furniture_key(text) == furniture_key("1")
