@@ -475,6 +475,7 @@ def test_a_heading_under_the_running_header_heads_though_it_is_in_the_band() -> 
     assert _headings(result) == ["Wake the screen", "Turn off the screen"]
     assert "Getting Started" in _texts(result, BlockType.text)
 
+
 def _headings(page: Page) -> list[str]:
     return [b.text for b in page.blocks if b.type.value in ("title", "section_header")]
 
