@@ -590,45 +590,60 @@ def test_document_text_is_shown_as_text_never_as_markup(
     assert errors == []
 
 
+def _listed(
+    open_page: Any,
+    base: str,
+    name: str,
+    heading: str,
+    fact: tuple[str, str],
+    metadata: dict[str, str],
+) -> tuple[Any, list[str]]:
+    """The list row's card line of a one-fact PDF uploaded as `name`, with `metadata`."""
+    import pymupdf
+
+    data = fact_pdf(heading, [fact])
+    with pymupdf.open(stream=data) as doc:
+        doc.set_metadata(metadata)
+        data = doc.tobytes()
+    _ingest(base, name, data)
+    page, errors = open_page(base)
+    return page.locator("li.doc", has_text=name).locator(".doc-card"), errors
+
+
 def test_a_report_of_no_known_kind_is_listed_by_its_title(
     open_page: Any, site: tuple[Services, str]
 ) -> None:
     """Two reports of one organisation are told apart by their titles in the list: a card of
     no known kind leads with its title, then its organisation (and year, when it has one)."""
-    import pymupdf
     from playwright.sync_api import expect
 
-    _services, base = site
-    data = fact_pdf("Views of China", [("Summary", "Most Americans see China as a competitor.")])
-    with pymupdf.open(stream=data) as doc:
-        doc.set_metadata({"author": "Pew Research Center", "title": "Views of China in 2021"})
-        data = doc.tobytes()
-    _ingest(base, "pew report.pdf", data)
-    page, errors = open_page(base)
-    row = page.locator("li.doc", has_text="pew report.pdf")
-    expect(row.locator(".doc-card")).to_have_text(
-        "Views of China in 2021 · Pew Research Center", timeout=SLOW_MS
+    line, errors = _listed(
+        open_page,
+        site[1],
+        "pew report.pdf",
+        "Views of China",
+        ("Summary", "Most Americans see China as a competitor."),
+        {"author": "Pew Research Center", "title": "Views of China in 2021"},
     )
+    expect(line).to_have_text("Views of China in 2021 · Pew Research Center", timeout=SLOW_MS)
     assert errors == []
 
 
 def test_a_manual_is_listed_by_its_title(open_page: Any, site: tuple[Services, str]) -> None:
     """Two manuals of one maker are told apart by their titles: a manual's line leads with its
     title, then its maker and kind."""
-    import pymupdf
     from playwright.sync_api import expect
 
-    _services, base = site
-    data = fact_pdf("WATCH D", [("Wake the screen", "Press the Up button to wake the screen.")])
-    with pymupdf.open(stream=data) as doc:
-        doc.set_metadata({"author": "Huawei Technologies Co., Ltd.", "title": "WATCH D User Guide"})
-        data = doc.tobytes()
-    _ingest(base, "watch_d.pdf", data)
-    page, errors = open_page(base)
-    row = page.locator("li.doc", has_text="watch_d.pdf")
-    expect(row.locator(".doc-card")).to_have_text(
-        re.compile(r"^WATCH D User Guide · Huawei Technologies Co · manual"), timeout=SLOW_MS
+    line, errors = _listed(
+        open_page,
+        site[1],
+        "watch_d.pdf",
+        "WATCH D",
+        ("Wake the screen", "Press the Up button to wake the screen."),
+        {"author": "Huawei Technologies Co., Ltd.", "title": "WATCH D User Guide"},
     )
+    expected = re.compile(r"^WATCH D User Guide · Huawei Technologies Co · manual")
+    expect(line).to_have_text(expected, timeout=SLOW_MS)
     assert errors == []
 
 
@@ -637,25 +652,18 @@ def test_a_paper_is_listed_by_its_title_not_the_venue_in_its_headers(
 ) -> None:
     """A paper's list line is its title and kind: the organisation its card reads (here the
     author field, often a venue's running header) says less about which paper it is."""
-    import pymupdf
     from playwright.sync_api import expect
 
-    _services, base = site
-    data = fact_pdf(
+    line, errors = _listed(
+        open_page,
+        site[1],
+        "2310.07609v1.pdf",
         "Checking claims by asking questions",
-        [("Abstract", "We verify claims by asking questions about them.")],
+        ("Abstract", "We verify claims by asking questions about them."),
+        {"author": "Annual Meeting of the Association", "title": "QACheck: a demonstration"},
     )
-    with pymupdf.open(stream=data) as doc:
-        doc.set_metadata(
-            {"author": "Annual Meeting of the Association", "title": "QACheck: a demonstration"}
-        )
-        data = doc.tobytes()
-    _ingest(base, "2310.07609v1.pdf", data)
-    page, errors = open_page(base)
-    row = page.locator("li.doc", has_text="2310.07609v1.pdf")
-    expect(row.locator(".doc-card")).to_have_text(
-        re.compile(r"^QACheck: a demonstration · paper( · \d{4})?$"), timeout=SLOW_MS
-    )
+    expected = re.compile(r"^QACheck: a demonstration · paper( · \d{4})?$")
+    expect(line).to_have_text(expected, timeout=SLOW_MS)
     assert errors == []
 
 
