@@ -474,6 +474,9 @@ class _Reading:
         title = _TOKEN.findall(card.title or "")
         if card.form is None and len(title) <= 4:  # a name ("MMDetection"), not a headline
             candidates.update(_bare(w) for w in title if w[0].isupper())
+            named = [_bare(w) for w in title if w[0].isupper() or w[0].isdigit()]
+            if len(named) >= 2:  # "WATCH D" is named by its run, "watch" being a common word
+                runs.add("".join(named))
         kept = {
             w
             for w in candidates

@@ -221,6 +221,29 @@ def test_a_capitalised_common_word_does_not_capture_the_search(
     assert ids["scan_0001.pdf"] in {h.chunk.doc_id for h in hits}, "not held to Report.pdf"
 
 
+def test_a_product_named_by_a_short_title_routes_the_question(
+    services: Services, tmp_path: Path
+) -> None:
+    """ "WATCH D" names its manual though its text writes "watch" in lower case (a common word):
+    the run of a short title's words is an alias, as a run of a question's name words is."""
+    steps = "Put the watch on the charging cradle. The watch shows the battery level."
+    ids = _ingest(
+        services,
+        tmp_path / "inbox",
+        {
+            "doc_0001.pdf": _pdf([[(24, "WATCH D"), (10, steps), (10, "Press the watch button.")]]),
+            "doc_0002.pdf": _pdf(
+                [[(24, "HONOR Watch GS Pro Online Help"), (10, steps), (10, "Wear the watch.")]]
+            ),
+        },
+    )
+    record = services.ledger.get(ids["doc_0001.pdf"])
+    assert record.card is not None and "watchd" in record.card.aliases
+    assert services.retriever.names is not None
+    match = services.retriever.names.match("How do I charge the Watch D?")
+    assert match.doc_ids == [ids["doc_0001.pdf"]]
+
+
 def test_the_card_is_in_the_document_detail(services: Services, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
