@@ -373,8 +373,8 @@ def test_reading_and_indexing_at_once_keep_their_own_counts(
             const { nextProgress, progressText } = await import("/static/documents.js");
             const record = { status: "processing", pages: 190 };
             const ticks = [
-                ["extract", 96, 2.7], ["embed", 12, 0.3], ["extract", 128, 2.5],
-                ["extract", 190, 2.6], ["embed", 150, 0.4],
+                ["extract", 0, 0], ["extract", 96, 2.7], ["embed", 12, 0.3],
+                ["extract", 128, 2.5], ["extract", 190, 2.6], ["embed", 150, 0.4],
             ];
             let progress = {};
             return ticks.map(([stage, done, rate]) => {
@@ -386,6 +386,7 @@ def test_reading_and_indexing_at_once_keep_their_own_counts(
         }"""
     )
     assert lines == [
+        "Reading 190 pages…",
         "Reading page 96 of 190 · 2.7 pages/s",
         "Reading page 96 of 190 · 2.7 pages/s · 12 indexed",
         "Reading page 128 of 190 · 2.5 pages/s · 12 indexed",

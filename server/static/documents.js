@@ -12,7 +12,7 @@ const docs = new Map(); // doc_id -> {record, progress, row}
 const DONE = new Set(["ok", "partial", "failed"]);
 const STATUS_WORDS = {
   queued: "Queued",
-  processing: "Reading",
+  processing: "Processing", // its line says whether it is reading or indexing
   ok: "Ready",
   partial: "Partly read",
   failed: "Failed",
@@ -61,6 +61,7 @@ export function progressText(record, progress) {
     const rate = speed ? ` · ${speed.toFixed(1)} pages/s` : "";
     const indexed = reading && progress.indexed ? ` · ${progress.indexed} indexed` : "";
     const page = reading ? progress.read : done;
+    if (!page) return `${verb} ${plural(total, "page")}…`; // not "Reading page 0 of 42"
     return `${verb} page ${Math.min(page, total)} of ${total}${rate}${indexed}`;
   }
   if (record.status === "queued") return "Waiting to be read";
