@@ -93,7 +93,10 @@ def split_block(block: RawBlock, body: float) -> list[list[TextLine]]:
         gap = line.bbox[1] - prev.bbox[3]
         height = max(prev.bbox[3] - prev.bbox[1], 1.0)
         cut = (
-            _is_heading_like(prev, body) != _is_heading_like(line, body)
+            (
+                _is_heading_like(prev, body) != _is_heading_like(line, body)
+                and not _runs_on(prev, line)
+            )
             or _size_break(prev.size, line.size, body)
             or is_bullet(line.text)
             or gap > 0.9 * height
@@ -125,11 +128,20 @@ def merge_paragraphs(groups: list[list[TextLine]], body: float) -> list[list[Tex
     return out
 
 
+def _runs_on(a: TextLine, b: TextLine) -> bool:
+    """Whether line `b` goes on with the sentence line `a` leaves open, in whatever weight: it
+    starts with a word in lower case ("updates > Power off" under "… Settings > System &"; not
+    "iOS" or "eBay")."""
+    words = b.text.split()
+    return bool(words) and words[0].islower() and not a.text.rstrip().endswith((".", "!", "?", ":"))
+
+
 def _continues(prev: list[TextLine], nxt: list[TextLine], body: float) -> bool:
     a, b = prev[-1], nxt[0]
     if not (a.horizontal and b.horizontal) or is_bullet(b.text) or CAPTION_RE.match(b.text):
         return False
-    if abs(a.size - b.size) > 0.5 or a.bold != b.bold or _is_heading_like(a, body):
+    weight_changes = a.bold != b.bold or _is_heading_like(a, body)
+    if abs(a.size - b.size) > 0.5 or (weight_changes and not _runs_on(a, b)):
         return False
     height = max(a.bbox[3] - a.bbox[1], 1.0)
     gap = b.bbox[1] - a.bbox[3]
