@@ -133,7 +133,8 @@ def _runs_on(a: TextLine, b: TextLine) -> bool:
     starts with a word in lower case ("updates > Power off" under "… Settings > System &"; not
     "iOS" or "eBay")."""
     words = b.text.split()
-    return bool(words) and words[0].islower() and not a.text.rstrip().endswith((".", "!", "?", ":"))
+    lower = bool(words) and words[0][0].islower() and words[0].islower()  # not "(amounts in …"
+    return lower and not a.text.rstrip().endswith((".", "!", "?", ":"))
 
 
 def _continues(prev: list[TextLine], nxt: list[TextLine], body: float) -> bool:

@@ -48,8 +48,8 @@ ENGINE_NAME = "pymupdf"
 # first row of figures are its header rows; 2: so is a row of years under a spanning heading;
 # 3: a stub heading starts where the labels do and goes on no sentence; 4: a heading in the top
 # margin band under the running header heads; 5: a line going on in bold, in lower case, is no
-# heading but the rest of the sentence above it.
-TEXT_LAYER_VERSION = "5"
+# heading but the rest of the sentence above it; 6: one opening with a bracket does not go on.
+TEXT_LAYER_VERSION = "6"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there

@@ -479,17 +479,19 @@ def test_a_heading_under_the_running_header_heads_though_it_is_in_the_band() -> 
 def test_a_line_going_on_in_bold_is_one_block_with_the_line_above() -> None:
     """A manual's step whose menu path runs over a line in bold: the bold line starting in lower
     case goes on with the sentence (it was typed a heading, and the sentence was cut); a bold
-    heading over a paragraph starting "iOS" stays a heading."""
+    heading over "(amounts in millions)" or a paragraph starting "iOS" stays a heading alone."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
     page.insert_text((45, 150), "Restarting", fontsize=12, fontname="hebo")
     page.insert_text((45, 175), "- Press the Up button and go to Settings > System &", fontsize=12)
     page.insert_text((55, 191), "updates > Restart.", fontsize=12, fontname="hebo")
+    page.insert_text((45, 230), "BALANCE SHEETS", fontsize=12, fontname="hebo")
+    page.insert_text((45, 245), "(amounts in millions)", fontsize=12)
     page.insert_text((45, 260), "Notes for phones", fontsize=12, fontname="hebo")
     page.insert_text((45, 285), "iOS users can enable Show Time in the Health app.", fontsize=12)
     page.insert_textbox(pymupdf.Rect(45, 300, 540, 380), BODY, fontsize=12)
     result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
-    assert _headings(result) == ["Restarting", "Notes for phones"]
+    assert _headings(result) == ["Restarting", "BALANCE SHEETS", "Notes for phones"]
     step = next(b for b in result.blocks if "Press the Up button" in b.text)
     assert step.text.endswith("updates > Restart.")
 
