@@ -475,7 +475,10 @@ class _Reading:
         if card.form is None and len(title) <= 4:  # a name ("MMDetection"), not a headline
             candidates.update(_bare(w) for w in title if w[0].isupper())
             named = [_bare(w) for w in title if w[0].isupper() or w[0].isdigit()]
-            if len(named) >= 2:  # "WATCH D" is named by its run, "watch" being a common word
+            # "WATCH D" is named by its run, "watch" being a common word; "Safety Data Sheet",
+            # all of whose words say what kind of document it is, is named by none
+            distinct = [w for w in named if w not in GENERIC_WORDS and w not in STOPWORDS]
+            if len(named) >= 2 and distinct:
                 runs.add("".join(named))
         kept = {
             w
