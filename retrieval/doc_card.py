@@ -8,12 +8,13 @@ import re
 from datetime import date
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 __all__ = [
     "CARD_CHUNK_ID",
     "CARD_KIND",
     "GENERIC_WORDS",
+    "REPORTING",
     "DocKind",
     "DocumentCard",
     "card_label",
@@ -65,6 +66,18 @@ _KIND_WORDS = {
 }
 
 
+REPORTING = frozenset(
+    {
+        DocKind.annual_report,
+        DocKind.quarterly_report,
+        DocKind.current_report,
+        DocKind.earnings_release,
+    }
+)
+"""The kinds that are financial filings or reports: known by organisation and period."""
+_SHOWN_KINDS = {**_KIND_WORDS, DocKind.other: ""}
+
+
 class DocumentCard(BaseModel):
     """What a document is, read from its first pages, running headers, headings and metadata."""
 
@@ -85,6 +98,31 @@ class DocumentCard(BaseModel):
         default_factory=list,
         description="words of its file name (when read) that its text writes in lower case",
     )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def summary(self) -> str:
+        """How people read the card in one line (the web page's document list, `folio docs`):
+        organisation · kind · period; a card naming neither organisation nor kind shows its
+        title, not a year read from the text alone; one that is no filing or financial report
+        leads with its title (two manuals of one maker, two reports of one organisation and year
+        differ by it; a filing's title is the SEC's letterhead); a paper is known by its title,
+        as title · paper · year (its "organisation" is read from running headers, which name a
+        venue more often than its authors)."""
+        kind = _SHOWN_KINDS.get(self.kind, self.kind.value) + (
+            f" ({self.form})" if self.form else ""
+        )
+        if not self.organisation and not kind:
+            return self.title or ""
+        if self.kind is DocKind.paper and self.title:
+            return " · ".join(str(p) for p in (self.title, kind, self.year) if p)
+        year = f"{'FY' if self.form else ''}{self.year}" if self.year else ""
+        quarter = f"Q{self.quarter}" if self.quarter and year else ""
+        ended = self.period_end.isoformat() if self.period_end is not None else ""
+        period = " ".join(p for p in (quarter, year, ended) if p)
+        titled = not self.form and self.kind not in REPORTING and self.title != self.organisation
+        parts = (self.title if titled else None, self.organisation, kind, period)
+        return " · ".join(p for p in parts if p)
 
     @property
     def years(self) -> set[str]:

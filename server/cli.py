@@ -161,7 +161,8 @@ def docs(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="a JSON list on stdout")] = False,
 ) -> None:
-    """List the documents of the ledger with their status; `chunks` is counted in the index.
+    """List the documents of the ledger with their status and what each is (its card's line);
+    `chunks` is counted in the index.
     With --removed, the files removed by the user (restored by `folio ingest FILE`)."""
     from ingest.records import DocStatus
     from server.remote import RemoteFolio
@@ -189,6 +190,7 @@ def docs(
             "status": r.status.value,
             "pages": r.pages,
             "chunks": points.get(r.doc_id, 0),
+            "card": r.card.summary if r.card is not None else None,
             "errors": r.errors,
         }
         for r in records
@@ -202,6 +204,8 @@ def docs(
             f"{row['status']:<10} {row['pages']:>5} {row['chunks']:>6}  "
             f"{str(row['doc_id'])[:12]:<12}  {row['source']}"
         )
+        if row["card"]:  # what the document is, read from its content
+            typer.echo(f"{'':<39}{row['card'][:160]}")
         for error in row["errors"][:3]:  # under the source, whose line names the file
             typer.echo(f"{'':<39}{without_name(str(error), str(row['source']))[:160]}")
     typer.echo(plural(len(rows), "document"), err=True)

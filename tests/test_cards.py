@@ -4,6 +4,7 @@ route a question to the documents it names whatever their files are called."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pymupdf
@@ -281,3 +282,36 @@ def test_every_chunk_embeds_what_the_card_says_the_document_is(
         card=record.card,
     )
     assert [c.embed_text for c in stored] == [c.embed_text for c in expected]
+
+
+@pytest.mark.parametrize(
+    ("card", "line"),
+    [
+        (DocumentCard(title="Volcanic Activity Report"), "Volcanic Activity Report"),
+        (
+            DocumentCard(
+                title="UNITED STATES SECURITIES AND EXCHANGE COMMISSION",
+                organisation="Best Buy Co., Inc",
+                kind=DocKind.quarterly_report,
+                form="10-Q",
+                year=2024,
+                quarter=2,
+                period_end=date(2023, 7, 29),
+            ),
+            "Best Buy Co., Inc · quarterly report (10-Q) · Q2 FY2024 2023-07-29",
+        ),
+        (
+            DocumentCard(title="WATCH D User Guide", organisation="Huawei", kind=DocKind.manual),
+            "WATCH D User Guide · Huawei · manual",
+        ),
+        (
+            DocumentCard(title="QACheck", organisation="ACL", kind=DocKind.paper, year=2023),
+            "QACheck · paper · 2023",
+        ),
+    ],
+)
+def test_the_card_reads_in_one_line(card: DocumentCard, line: str) -> None:
+    """A filing is known by organisation, kind and period (its title is the SEC's letterhead);
+    a manual leads with its title; a paper is its title; a card of no kind is its title."""
+    assert card.summary == line
+    assert DocumentCard.model_validate_json(card.model_dump_json()).summary == line  # kept whole

@@ -65,6 +65,10 @@ def test_counts_say_what_happened_to_each_file(tmp_path: Path) -> None:
 
     listed = _folio("docs", "--data-dir", str(data), "--json")
     [volcano] = [row for row in json.loads(listed.stdout) if row["source"] == "volcano.pdf"]
+    assert volcano["card"].startswith("Volcanic Activity Report"), volcano  # read from its content
+    shown = _folio("docs", "--data-dir", str(data)).stdout.splitlines()
+    at = next(i for i, line in enumerate(shown) if line.endswith("volcano.pdf"))
+    assert shown[at + 1].strip() == volcano["card"]  # what it is, under its file name
     services = build_services(Settings(data_dir=data, ocr=OcrMode.never), command="test")
     try:
         services.sync.remove(volcano["doc_id"])  # what the web page's Remove does

@@ -197,33 +197,6 @@ async function loadRemoved() {
   $("removed-box").hidden = !rows.length;
 }
 
-const KIND_WORDS = {
-  annual_report: "annual report", quarterly_report: "quarterly report", current_report: "current report",
-  earnings_release: "earnings release", slide_deck: "slide deck", other: "",
-};
-
-const REPORTING = new Set(["annual_report", "quarterly_report", "current_report", "earnings_release"]);
-
-/** organisation · kind · period, from a document's card (empty without one); a card that
- * names neither organisation nor kind shows its title, not a year read from the text alone, and
- * one that is no filing or financial report leads with its title (two manuals of one maker, two
- * reports of one organisation and year differ by it; a filing's title is the SEC's letterhead).
- * A paper is known by its title: title · paper · year (its "organisation" is read from running
- * headers, which name a venue more often than its authors' institution). */
-function cardLine(card) {
-  if (!card) return "";
-  const kind = (KIND_WORDS[card.kind] ?? card.kind) + (card.form ? ` (${card.form})` : "");
-  if (!card.organisation && !kind) return card.title || "";
-  if (card.kind === "paper" && card.title) {
-    return [card.title, kind, card.year || ""].filter(Boolean).join(" · ");
-  }
-  const year = card.year ? `${card.form ? "FY" : ""}${card.year}` : "";
-  const period = [card.quarter && year ? `Q${card.quarter}` : "", year, card.period_end || ""];
-  const titled = !card.form && !REPORTING.has(card.kind) && card.title !== card.organisation;
-  const parts = [titled ? card.title : "", card.organisation, kind, period.filter(Boolean).join(" ")];
-  return parts.filter(Boolean).join(" · ");
-}
-
 function makeRow(entry) {
   const details = el(
     "details",
@@ -262,7 +235,7 @@ function makeRow(entry) {
 function paint(entry) {
   const { record, progress, row } = entry;
   row.querySelector(".doc-name").replaceChildren(fileName(record.source));
-  const card = cardLine(record.card);
+  const card = record.card?.summary ?? ""; // how the card reads in a line: DocumentCard.summary
   if (card) setText(row.querySelector(".doc-card"), card);
   row.querySelector(".doc-card").hidden = !card && !row.querySelector(".doc-card").textContent;
   const badge = row.querySelector(".badge");
