@@ -66,8 +66,10 @@ _LEGAL = frozenset(
     ]
 )
 _CAPITAL = r"(?:[A-Z][\w&'’.-]*|\d+(?!st|nd|rd|th)[A-Za-z][\w&'’.-]*)"  # Word, or 3M
+_SECOND_SUFFIX = r"(?:Ltd|LTD|Limited|LIMITED|Inc|INC|LLC|Corp|CORP|plc|PLC)"  # "Co., Ltd."
 _ORG = re.compile(
-    rf"\b({_CAPITAL}\s+(?:(?:{_CAPITAL}|of|and|for|the|&)[ \t]+){{0,5}}{_SUFFIX})\b\.?"
+    rf"\b({_CAPITAL}\s+(?:(?:{_CAPITAL}|of|and|for|the|&)[ \t]+){{0,5}}{_SUFFIX}"
+    rf"(?:\.?,?[ \t]+{_SECOND_SUFFIX}\b)?)\b\.?"
 )
 _LEAD = re.compile(r"^(?:(?:copyright|citation|©|\(c\)|\d+\.?)\s+)+", re.I)
 _ORG_STOP = re.compile(
@@ -342,9 +344,10 @@ class _Reading:
             if not registrant and (lead in STOPWORDS or self._common(lead)):
                 return
             key = name.casefold().removeprefix("the ")
-            names.setdefault(key, name)
-            if not capitals:
+            if not capitals and key not in written:  # as the text spells it, not as in capitals
+                names[key] = name
                 written.add(key)
+            names.setdefault(key, name)
             scores[key] = scores.get(key, 0.0) + weight
 
         first = self.pages[0].number
@@ -414,7 +417,7 @@ class _Reading:
         chosen = [min(headings or large, key=lambda b: b.bbox[1])]
         # a heading run over lines goes on (a filing's cover stacks lines that are each whole)
         for block in sorted(large, key=lambda b: b.bbox[1]):
-            if not filing and len(chosen) < 3 and _continues(chosen[-1], block):
+            if not filing and len(chosen) < 3 and _next_title_line(chosen[-1], block):
                 chosen.append(block)
         text = " ".join(b.text.strip() for b in chosen)
         return re.sub(r"\s+", " ", text)[:200] or None
@@ -499,7 +502,7 @@ class _Reading:
         return sorted(w for w in name_words(self.source) if self._common(w))
 
 
-def _continues(above: Block, block: Block) -> bool:
+def _next_title_line(above: Block, block: Block) -> bool:
     """Whether `block` is the next line of the heading `above`: set alike, just under it."""
     size = _size(above)
     return (

@@ -643,7 +643,7 @@ def test_a_manual_is_listed_by_its_title(open_page: Any, site: tuple[Services, s
         ("Wake the screen", "Press the Up button to wake the screen."),
         {"author": "Huawei Technologies Co., Ltd.", "title": "WATCH D User Guide"},
     )
-    expected = re.compile(r"^WATCH D User Guide · Huawei Technologies Co · manual")
+    expected = re.compile(r"^WATCH D User Guide · Huawei Technologies Co., Ltd · manual")
     expect(line).to_have_text(expected, timeout=SLOW_MS)
     assert errors == []
 
