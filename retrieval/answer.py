@@ -837,9 +837,20 @@ def extractive_answer(
         chosen = [s for s in chosen if s.cell is None or id(s) in met]
     if options.unit_of is not None:
         chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
-    text = " ".join(f"{s.text} [{n}]" for n, s in enumerate(chosen, 1))
+    text = " ".join(f"{_spoken(s)} [{n}]" for n, s in enumerate(chosen, 1))
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations, support)
+
+
+_LIST_MARK = re.compile(r"^(?:[•●▪◦‣∙■□➢➤-]|\d{1,2}[.)]?)\s+(?=[A-Z“\"'(])")
+
+
+def _spoken(sentence: _Sentence) -> str:
+    """A sentence as the answer says it: without the bullet or step number that leads it in a
+    list ("2 Touch Blood pressure" is "Touch Blood pressure"); its citation quotes it whole."""
+    if sentence.cell is not None:
+        return sentence.text
+    return _LIST_MARK.sub("", sentence.text, count=1) or sentence.text
 
 
 def _with_unit(

@@ -443,3 +443,23 @@ def test_a_lead_in_whose_table_is_no_hit_is_cited_with_the_chunks_the_store_has_
     alone = extractive_answer(question, hits, options=options, max_sentences=1).citations[0]
     assert alone.quote == "The following table presents the Company's debt investments:"
     assert [r.page for r in alone.regions] == [11]
+
+
+def test_a_step_number_or_bullet_does_not_lead_the_answer_text() -> None:
+    """A list item is said without its step number or bullet; the citation quotes it whole."""
+    steps = make_chunk(
+        "c0002",
+        [
+            (5, "1 Press the Up button to open the app list."),
+            (5, "2 Touch Settings and then Blood pressure to start the measurement."),
+            (5, "• Keep 10 minutes between two measurements."),
+        ],
+        joiner="\n",
+    )
+    answer = extractive_answer(
+        "How do I start the blood pressure measurement?", [ScoredChunk(chunk=steps, score=0.9)]
+    )
+    assert answer.text.startswith("Touch Settings and then Blood pressure to start the measurement.")
+    assert not re.search(r"(?:^|\] )(?:\d |• )", answer.text), answer.text
+    quoted = [c.quote for c in answer.citations]
+    assert "2 Touch Settings and then Blood pressure to start the measurement." in quoted
