@@ -21,9 +21,17 @@ from retrieval.embedder import Embedder
 from retrieval.sentence_cache import RememberingEmbedder, VectorCache, missing_answer_texts
 from retrieval.store import VectorStore
 
-__all__ = ["FillProgress", "SentenceFill"]
+__all__ = ["FillProgress", "FillStep", "SentenceFill"]
 
 log = logging.getLogger(__name__)
+
+
+class FillStep(BaseModel):
+    """One document's answer texts being embedded: `done` of the `total` it lacked."""
+
+    doc_id: str
+    done: int = Field(ge=0)
+    total: int = Field(ge=0)
 
 
 class FillProgress(BaseModel):
@@ -38,6 +46,9 @@ class FillProgress(BaseModel):
         default_factory=list,
         description="doc_ids whose answer sentences are not yet known to be all embedded: a "
         "question about them embeds the missing ones first (a little slower)",
+    )
+    current: FillStep | None = Field(
+        default=None, description="the document being filled now, and how far it is"
     )
 
 
@@ -125,12 +136,17 @@ class SentenceFill:
         when stopped first."""
         chunks = self.store.chunks(doc_id)
         missing = missing_answer_texts(chunks, self.model.name, self.model.dim, self.cache)
-        for start in range(0, len(missing), self.batch):
-            if not self._idle():
-                return None
-            part = missing[start : start + self.batch]
-            self.cache.put(self.model.name, part, self.model.embed_documents(part))
-            self.progress.texts_embedded += len(part)
+        try:
+            for start in range(0, len(missing), self.batch):
+                # a new object each time: /health reads it from another thread
+                self.progress.current = FillStep(doc_id=doc_id, done=start, total=len(missing))
+                if not self._idle():
+                    return None
+                part = missing[start : start + self.batch]
+                self.cache.put(self.model.name, part, self.model.embed_documents(part))
+                self.progress.texts_embedded += len(part)
+        finally:
+            self.progress.current = None
         return (chunks[0].source if chunks else doc_id), len(missing)
 
     def _idle(self) -> bool:

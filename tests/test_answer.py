@@ -459,7 +459,7 @@ def test_a_step_number_or_bullet_does_not_lead_the_answer_text() -> None:
     answer = extractive_answer(
         "How do I start the blood pressure measurement?", [ScoredChunk(chunk=steps, score=0.9)]
     )
-    assert answer.text.startswith("Touch Settings and then Blood pressure to start the measurement.")
+    assert answer.text.startswith("Touch Settings and then Blood pressure to start")
     assert not re.search(r"(?:^|\] )(?:\d |• )", answer.text), answer.text
     quoted = [c.quote for c in answer.citations]
     assert "2 Touch Settings and then Blood pressure to start the measurement." in quoted

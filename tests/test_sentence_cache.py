@@ -4,6 +4,7 @@ are read from DATA_DIR/sentence_cache.sqlite3, with the same answer as without i
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from retrieval.answer import extractive_answer
 from retrieval.schema import Chunk, QueryRequest, ScoredChunk
 from retrieval.search import Retriever
 from retrieval.sentence_cache import RememberingEmbedder, answer_texts, remember_answer_texts
-from retrieval.sentence_fill import SentenceFill
+from retrieval.sentence_fill import FillStep, SentenceFill
 from server.app import create_app
 from server.services import SENTENCE_CACHE_FILE, Services, build_services
 from server.settings import Settings
@@ -139,6 +140,7 @@ def test_by_default_serve_embeds_the_answer_sentences_while_idle(tmp_path: Path)
                 "documents_checked": 1,
                 "texts_embedded": len(wanted),
                 "pending": [],
+                "current": None,
             }
             embedder.passages.clear()
             answer = client.post("/query", json={"question": QUESTION}).json()
@@ -189,10 +191,40 @@ def test_the_filler_waits_for_ingest_and_queries(tmp_path: Path) -> None:
             assert inner.passages == []  # a query ran less than quiet_s ago
             _settled(fill, timeout_s=30)
             assert set(inner.passages) == _all_answer_texts(services)
-            assert fill.progress.pending == []
+            assert fill.progress.pending == [] and fill.progress.current is None
         finally:
             fill.stop()
         assert fill._thread is not None and not fill._thread.is_alive()
+    finally:
+        services.close()
+
+
+def test_the_filler_says_how_far_it_is_with_a_document(tmp_path: Path) -> None:
+    """`GET /health` shows the document being filled and how many of its texts are in: the
+    filler stopped by an ingest after its first batch holds there."""
+    services, _ = _ingested(tmp_path, "query")
+    try:
+        calls = itertools.count()
+        fill = SentenceFill(
+            services.store,
+            RememberingEmbedder(CountingEmbedder(), DictCache()),
+            busy=lambda: next(calls) >= 2,  # idle for the first batch only, then an ingest runs
+            quiet_s=0.0,
+            batch=2,
+        )
+        fill.start()
+        try:
+            [doc_id] = services.store.doc_ids()
+            total = len(_all_answer_texts(services))
+            expected = FillStep(doc_id=doc_id, done=2, total=total)
+            deadline = time.monotonic() + 30
+            while fill.progress.current != expected:
+                assert time.monotonic() < deadline, fill.progress
+                time.sleep(0.05)
+            assert fill.progress.texts_embedded == 2 and total > 2
+        finally:
+            fill.stop()
+        assert fill.progress.current is None  # stopped: filling nothing
     finally:
         services.close()
 

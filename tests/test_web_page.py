@@ -327,7 +327,7 @@ def test_a_document_whose_answer_sentences_are_being_embedded_says_so(
     open_page: Any, site: tuple[Services, str]
 ) -> None:
     """ "Ready" and searchable, but a question about it embeds its sentences first: the row says
-    so while `GET /health` lists it as pending, and stops saying so once it is not."""
+    so, with how far it is, while `GET /health` lists it as pending, and stops once it is not."""
     from playwright.sync_api import expect
 
     _services, base = site
@@ -343,6 +343,7 @@ def test_a_document_whose_answer_sentences_are_being_embedded_says_so(
             "documents_checked": 0,
             "texts_embedded": 0,
             "pending": list(pending),
+            "current": {"doc_id": doc_id, "done": 40, "total": 160} if pending else None,
         }
         route.fulfill(status=200, content_type=JSON_TYPE, body=json.dumps(real))
 
@@ -351,7 +352,7 @@ def test_a_document_whose_answer_sentences_are_being_embedded_says_so(
     page.reload()
     row = page.locator("li.doc", has_text="bakery notes.pdf")
     expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
-    expect(row.locator(".doc-progress")).to_contain_text("preparing answers")
+    expect(row.locator(".doc-progress")).to_contain_text("preparing answers 25%")
     assert "a little longer" in (row.locator(".doc-progress").get_attribute("title") or "")
     pending.clear()
     expect(row.locator(".doc-progress")).not_to_contain_text("preparing", timeout=10_000)

@@ -20,6 +20,7 @@ const STATUS_WORDS = {
 
 let eventsController = null;
 let preparing = new Set(); // doc_ids whose answer sentences are still being embedded
+let filling = null; // the one being embedded now: {doc_id, done, total} (GET /health)
 let healthTimer = null;
 const PREPARING_NOTE =
   "Its sentences are being embedded while folio is idle; until then a question about it takes a little longer.";
@@ -67,7 +68,9 @@ export function progressText(record, progress) {
   if (record.status === "queued") return "Waiting to be read";
   const pages = record.pages ? plural(record.pages, "page") : "";
   const chunks = record.chunks ? plural(record.chunks, "chunk") : "";
-  const answers = preparing.has(record.doc_id) ? "preparing answers" : "";
+  const step = filling && filling.doc_id === record.doc_id && filling.total ? filling : null;
+  const share = step ? ` ${Math.floor((100 * step.done) / step.total)}%` : "";
+  const answers = preparing.has(record.doc_id) ? `preparing answers${share}` : "";
   return [pages, chunks, answers].filter(Boolean).join(" · ");
 }
 
@@ -83,8 +86,13 @@ async function watchSentences(more = 0) {
     progress = null; // no index to ask: looked at again after the next finished document
   }
   const pending = new Set(progress ? progress.pending : []);
-  const changed = [...docs.keys()].filter((id) => pending.has(id) !== preparing.has(id));
+  const now = progress ? progress.current || null : null;
+  const changed = [...docs.keys()].filter(
+    (id) =>
+      pending.has(id) !== preparing.has(id) || id === filling?.doc_id || id === now?.doc_id,
+  );
   preparing = pending;
+  filling = now;
   for (const id of changed) paint(docs.get(id));
   if (progress && (!progress.settled || pending.size || more > 0)) {
     healthTimer = setTimeout(() => watchSentences(more - 1), 3000);
