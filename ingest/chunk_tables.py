@@ -23,6 +23,7 @@ __all__ = [
     "compact_table",
     "continuation_pieces",
     "header_lines",
+    "is_section_row",
     "join_pieces",
 ]
 
@@ -146,16 +147,28 @@ def continuation_pieces(
 
 
 def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
-    """How many leading lines form the table header (header rows plus a markdown separator row)."""
+    """How many leading lines form the table header (header rows plus a markdown separator row),
+    less the rows closing it that hold only a label: "2017" over that year's rows heads a
+    section of them, and is not repeated over the rows of 2016."""
     header_rows = max((c.row + c.row_span for c in block.cells if c.header), default=1)
     n = rows = 0
     while n < len(pieces):
         separator = bool(TABLE_SEPARATOR.match(pieces[n].text))
         if not separator and rows >= header_rows:
-            return n
+            break
         rows += not separator
         n += 1
-    return 0  # every line looks like header: repeat nothing
+    else:
+        return 0  # every line looks like header: repeat nothing
+    while n > 1 and is_section_row(pieces[n - 1].text):
+        n -= 1
+    return n
+
+
+def is_section_row(text: str) -> bool:
+    """A markdown row holding only its first cell: a label over the rows that follow."""
+    cells = [cell.strip() for cell in text.strip().strip("|").split("|")]
+    return len(cells) > 1 and bool(cells[0]) and not any(cells[1:])
 
 
 def compact_table(markdown: str) -> str:

@@ -28,6 +28,7 @@ from ingest.chunk_tables import (
     compact_table,
     continuation_pieces,
     header_lines,
+    is_section_row,
     join_pieces,
 )
 from ocr_engine.geometry import union
@@ -258,7 +259,13 @@ class _Chunker:
             for part, part_tokens in self._split_piece(row, room):
                 unit = Unit(row_block, [part], part_tokens, part="rows")
                 if not batch.fits(unit):
-                    self._emit(TABLE_ROWS_KIND, [*prefix, *batch.take()])
+                    units = batch.take()
+                    heads = []  # a section's label row goes on with the rows it heads
+                    while len(units) > 1 and is_section_row(units[-1].pieces[0].text):
+                        heads.insert(0, units.pop())
+                    self._emit(TABLE_ROWS_KIND, [*prefix, *units])
+                    for head in heads:
+                        batch.add(head)
                 batch.add(unit)
         if batch.units:
             self._emit(TABLE_ROWS_KIND, [*prefix, *batch.take()])

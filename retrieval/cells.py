@@ -11,8 +11,10 @@ cells holding a digit is a candidate, with the header texts of its column (an em
 upper header row takes the nearest header on its left, as a spanning header is written in its
 first column, unless the row heads half the columns or more, or the header stands right beside
 another: then it is a wrapped line of the headings, "United" over "States"; a column that names
-no year takes the year of the heading over the labels). The unit is the first parenthesis of the
-table's header or caption lines that names one ("(in millions)", "(Dollars in millions)").
+no year takes the year of the heading over the labels, or of the last row below the header
+that holds nothing but a year: a quarterly table's "2016" over that year's rows). The unit is
+the first parenthesis of the table's header or caption lines that names one ("(in millions)",
+"(Dollars in millions)").
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ _PERIOD_NUMBERS = re.compile(
     re.I,
 )
 _MAX_HEADER_ROWS = 4
+_LONE_YEAR = re.compile(r"^(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}$", re.I)
 _NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
 
 
@@ -146,12 +149,18 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     else:
         n_header = separator
     header_rows = [cells for _, cells in rows[:n_header]]
-    headers = _dated_by_stub(_headers(header_rows, n_cols))
+    undated = _headers(header_rows, n_cols)
+    headers = _dated_by_stub(undated)
     unit = stated_unit(" ".join(other + [" ".join(c) for c in header_rows]))
     body = rows[n_header + (separator is not None) :]
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     for index, cells in body:
+        filled = [c for c in cells if c]
+        if len(filled) == 1 and _LONE_YEAR.match(filled[0]):  # "2016" over the rows of 2016
+            headers = _dated_by_stub([filled[0], *undated[1:]])
+            wrapped = ""
+            continue
         named = next((c for c in cells if c and not _NUMERIC.match(c)), "")
         label = _NOTE_MARK.sub("", named) or named
         if not label:

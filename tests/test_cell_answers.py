@@ -258,3 +258,23 @@ def test_headings_over_half_the_columns_each_span_theirs() -> None:
         "Six Months Ended, July 29, 2023",
         "Six Months Ended, July 30, 2022",
     ]
+
+
+def test_a_row_holding_only_a_year_dates_the_rows_below_it() -> None:
+    """A quarterly table sets each year's rows under a row holding only the year: the rows under
+    "2016" are 2016's, though the heading over the labels said 2017 (they were cited as 2017)."""
+    chunk = _rows_chunk(
+        [
+            "| | December 31 | September 30 |",
+            "| 2017 | | |",
+            "| Total revenues | $ 3,285,755 | $ 2,984,859 |",
+            "| 2016 | | |",
+            "| Total revenues | $ 2,477,541 | $ 2,290,188 |",
+        ]
+    )
+    assert [c.text for c in table_cells(chunk)] == [
+        "Total revenues, December 31, 2017: $ 3,285,755",
+        "Total revenues, September 30, 2017: $ 2,984,859",
+        "Total revenues, December 31, 2016: $ 2,477,541",
+        "Total revenues, September 30, 2016: $ 2,290,188",
+    ]

@@ -268,6 +268,35 @@ def test_large_table_splits_into_row_batches_with_header(
     assert seen == rows
 
 
+def test_a_years_label_row_heads_its_rows_and_is_not_repeated_over_others(
+    count_tokens: Callable[[str], int],
+) -> None:
+    """A quarterly table's "2017" row closes the header its finder gives, and "2016" heads the
+    rows below it: each goes with its year's rows, and "2017" is not repeated over 2016's (the
+    rows of 2016 were read as 2017's)."""
+    b = Pages()
+    header = "| | December 31 | September 30 |"
+    rows = []
+    for year in (2017, 2016):
+        rows.append(f"| {year} | | |")
+        rows += [f"| Measure {year}-{i} | {i},000 | {i},500 |" for i in range(12)]
+    cells = [
+        TableCell(row=r, col=c, text=t, header=True) for r in (0, 1) for c, t in enumerate("Y12")
+    ]
+    b.add(1, BlockType.table, [header, *rows], cells=cells)
+    chunks = chunk_document(b.document(), count_tokens=count_tokens, max_tokens=96)
+    assert len(chunks) > 2 and {c.kind for c in chunks} == {"table_rows"}
+    for chunk in chunks:
+        lines = chunk.text.splitlines()
+        assert lines[0] == header, lines  # the column headings alone are repeated
+        assert not lines[-1].endswith("| | |") or len(lines) == 2, lines  # no label row last
+        years = {line[2:6] for line in lines[1:] if line.startswith("| 20")}
+        measures = {line.split()[2][:4] for line in lines[1:] if line.startswith("| Measure")}
+        assert years <= measures, lines  # a year's label row only over that year's rows
+    ordered = [ln for c in chunks for ln in c.text.splitlines()[1:]]
+    assert ordered == rows
+
+
 def test_every_chunk_text_is_found_in_the_lines_of_its_regions(
     count_tokens: Callable[[str], int],
 ) -> None:
