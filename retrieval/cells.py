@@ -28,6 +28,7 @@ __all__ = ["TableCellText", "is_table_row", "periods", "table_cells"]
 
 _SEPARATOR = re.compile(r"^:?-{2,}:?$")
 _UNIT = re.compile(r"\(([^()]*\b(?:millions?|thousands?|billions?|percent)\b[^()]*)\)", re.I)
+_CJK_UNIT = re.compile(r"单位\s*[:：]\s*((?:人民币)?[^\s,，。;；)）|]{1,6})")
 _NUMERIC = re.compile(r"^[\s$€£(+\-–—]*\d[\d.,]*\s*%?\)?\s*$")
 _YEAR = re.compile(r"(?<!\d)(?:FY\s?|fiscal\s(?:year\s)?)?((?:19|20)\d{2})(?!\d)", re.I)
 _SHORT_FY = re.compile(r"\bFY\s?'?(\d{2})\b", re.I)
@@ -61,14 +62,16 @@ class TableCellText:
 
     @property
     def text(self) -> str:
-        head = f"{self.label}, {self.header}" if self.header else self.label
+        header = self.header.rstrip(" ,;:")  # "December 31,: $ 3,642" reads badly
+        head = f"{self.label}, {header}" if header else self.label
         unit = f" ({self.unit})" if self.unit else ""
         return f"{head}: {self.value}{unit}"
 
 
 def stated_unit(text: str) -> str:
-    """The first parenthesis of `text` that names a unit ("$ in millions"), else ""."""
-    found = _UNIT.search(text)
+    """The first parenthesis of `text` that names a unit ("$ in millions"), else a Chinese
+    table's "单位：万元" ("万元"), else ""."""
+    found = _UNIT.search(text) or _CJK_UNIT.search(text)
     return found.group(1).strip() if found else ""
 
 

@@ -278,3 +278,16 @@ def test_a_row_holding_only_a_year_dates_the_rows_below_it() -> None:
         "Total revenues, December 31, 2016: $ 2,477,541",
         "Total revenues, September 30, 2016: $ 2,290,188",
     ]
+
+
+def test_a_chinese_tables_unit_line_gives_its_cells_their_unit() -> None:
+    """"单位：万元" over a Chinese table says what its figures count, as "(in millions)" does."""
+    chunk = _rows_chunk(["单位：万元", "| 银行 | 授信总额 |", "| 工商银行 | 330,435.30 |"])
+    assert [c.text for c in table_cells(chunk)] == ["工商银行, 授信总额: 330,435.30 (万元)"]
+
+
+def test_a_header_left_open_by_a_comma_does_not_run_into_the_value() -> None:
+    chunk = _rows_chunk(["| | Three Months Ended December 31, |", "| Net sales | $ 3,642 |"])
+    assert [c.text for c in table_cells(chunk)] == [
+        "Net sales, Three Months Ended December 31: $ 3,642"
+    ]
