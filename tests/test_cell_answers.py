@@ -281,7 +281,7 @@ def test_a_row_holding_only_a_year_dates_the_rows_below_it() -> None:
 
 
 def test_a_chinese_tables_unit_line_gives_its_cells_their_unit() -> None:
-    """"单位：万元" over a Chinese table says what its figures count, as "(in millions)" does."""
+    """ "单位：万元" over a Chinese table says what its figures count, as "(in millions)" does."""
     chunk = _rows_chunk(["单位：万元", "| 银行 | 授信总额 |", "| 工商银行 | 330,435.30 |"])
     assert [c.text for c in table_cells(chunk)] == ["工商银行, 授信总额: 330,435.30 (万元)"]
 
