@@ -260,7 +260,7 @@ class _Chunker:
                 unit = Unit(row_block, [part], part_tokens, part="rows")
                 if not batch.fits(unit):
                     units = batch.take()
-                    heads = []  # a section's label row goes on with the rows it heads
+                    heads: list[Unit] = []  # a section's label row goes on with the rows it heads
                     while len(units) > 1 and is_section_row(units[-1].pieces[0].text):
                         heads.insert(0, units.pop())
                     self._emit(TABLE_ROWS_KIND, [*prefix, *units])

@@ -116,6 +116,7 @@ class PageRenderer:
         self._cache: OrderedDict[_Key, Render] = OrderedDict()
         self._cached = 0
         self._rects: OrderedDict[tuple[str, int], pymupdf.Rect] = OrderedDict()
+        self._lines: OrderedDict[tuple[str, int], list[Box]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -144,6 +145,25 @@ class PageRenderer:
             raise UnrenderablePageError(f"page {number} cannot be rendered: {exc}") from None
         self._keep(key, made)
         return made
+
+    def text_lines(self, pdf: Path, number: int) -> list[Box]:
+        """The boxes of the text layer's lines on page `number` (none on a scanned page)."""
+        key = (str(pdf), number)
+        with self._lock:
+            if (lines := self._lines.get(key)) is not None:
+                return lines
+        try:
+            with open_stored(pdf) as doc:
+                _check_range(doc, number)
+                found = doc[number - 1].get_text("dict", flags=0)["blocks"]
+        except (pymupdf.mupdf.FzErrorBase, pymupdf.FileDataError) as exc:
+            raise UnrenderablePageError(f"page {number} cannot be read: {exc}") from None
+        lines = [tuple(line["bbox"]) for block in found for line in block.get("lines", [])]
+        with self._lock:
+            self._lines[key] = lines
+            while len(self._lines) > _RECTS:
+                self._lines.popitem(last=False)
+        return lines
 
     def _page_rect(self, pdf: Path, number: int) -> pymupdf.Rect:
         key = (str(pdf), number)

@@ -31,12 +31,29 @@ def test_the_crop_is_the_box_and_its_margin_at_144_dpi(app: ApiApp) -> None:
 
 
 def test_the_crop_is_clamped_to_the_page_and_draws_the_highlight(app: ApiApp) -> None:
-    image = _png(app, bbox="-50,-50,100,40", margin="10", dpi="72", highlight="20,20,60,30")
-    assert image.size == (110, 50)  # 0..110 x 0..50: the page starts at 0
+    image = _png(app, bbox="-50,-50,100,40", margin="0", dpi="72", highlight="20,20,60,30")
+    assert image.size == (100, 40)  # 0..100 x 0..40: the page starts at 0
     rgb = image.convert("RGB")
     assert rgb.getpixel((18, 25)) == HIGHLIGHT_EDGE[:3]  # the edge, just outside the box
     assert rgb.getpixel((40, 25)) == (255, 241, 165)  # translucent yellow over white paper
     assert rgb.getpixel((80, 25)) == (255, 255, 255)
+
+
+def test_the_margin_stops_short_of_a_line_it_would_cut(app: ApiApp) -> None:
+    """A cited line's margin reached into half of the line above and of the line below (a
+    sliver of each showed): the crop ends where they do not begin."""
+    lines = sorted(PageRenderer().text_lines(app.pdf, 1), key=lambda b: b[1])
+    above, cited, below = next(
+        (a, b, c)
+        for a, b, c in zip(lines, lines[1:], lines[2:], strict=False)
+        if a[3] > b[1] - 24 > a[1] and c[1] < b[3] + 24 < c[3]
+    )
+    box = ",".join(f"{v:.1f}" for v in cited)
+    image = _png(app, bbox=box, dpi="72", margin="24")
+    top, bottom = above[3] + 0.5, below[1] - 0.5
+    assert image.size[1] == pytest.approx(bottom - top, abs=2)
+    whole = _png(app, bbox=box, dpi="72", margin="3")  # a margin inside the gaps is kept
+    assert whole.size[1] == pytest.approx(cited[3] - cited[1] + 6, abs=2)
 
 
 def test_two_regions_are_shown_one_under_the_other(app: ApiApp) -> None:

@@ -50,6 +50,27 @@ def _with_margins(parts: list[Box], margin: float) -> list[Box]:
     ]
 
 
+def _clear_of_lines(regions: list[Box], parts: list[Box], lines: list[Box]) -> list[Box]:
+    """The regions with their outer top and bottom edges moved off any text line they would cut
+    in half (the line above a cited cell showed as a sliver), never into the cited parts."""
+    if not regions or not lines:
+        return regions
+
+    def cut(line: Box, edge: float, left: float, right: float) -> bool:
+        return line[1] < edge < line[3] and line[0] < right and line[2] > left
+
+    first, last = list(regions[0]), list(regions[-1])
+    for line in lines:
+        if cut(line, first[1], first[0], first[2]):
+            first[1] = min(line[3] + 0.5, parts[0][1])
+    for line in lines:
+        if cut(line, last[3], last[0], last[2]):
+            last[3] = max(line[1] - 0.5, parts[-1][3])
+    if len(regions) == 1:
+        return [(first[0], first[1], first[2], last[3])]
+    return [tuple(first), *regions[1:-1], tuple(last)]  # type: ignore[list-item]
+
+
 def _crop_parts(value: str) -> list[Box]:
     boxes = parse_boxes(value)
     if not 1 <= len(boxes) <= MAX_CROP_PARTS:
@@ -91,7 +112,8 @@ def page_crop(
         raise ApiError(422, "invalid_highlight", str(exc)) from None
     with rendering_errors(doc_id, "invalid_bbox"):
         pdf = svc.files.pdf_path(doc_id)
-        renders = [renderer.render(pdf, n, use_dpi, box) for box in _with_margins(parts, margin)]
+        regions = _clear_of_lines(_with_margins(parts, margin), parts, renderer.text_lines(pdf, n))
+        renders = [renderer.render(pdf, n, use_dpi, box) for box in regions]
         return png_response(stacked(renders), boxes)
 
 
