@@ -205,10 +205,19 @@ def docs(
             f"{str(row['doc_id'])[:12]:<12}  {row['source']}"
         )
         if row["card"]:  # what the document is, read from its content
-            typer.echo(f"{'':<39}{row['card'][:160]}")
+            typer.echo(f"{'':<39}{_card_shown(row['card'])}")
         for error in row["errors"][:3]:  # under the source, whose line names the file
             typer.echo(f"{'':<39}{without_name(str(error), str(row['source']))[:160]}")
     typer.echo(plural(len(rows), "document"), err=True)
+
+
+def _card_shown(line: str, width: int = 120) -> str:
+    """A card's line within `width`: a long title shortened, its organisation and period kept."""
+    first, *rest = line.split(" · ")
+    tail = "".join(f" · {part}" for part in rest)
+    if len(line) <= width:
+        return line
+    return textwrap.shorten(first, max(24, width - len(tail)), placeholder=" …") + tail
 
 
 def _removed(target: Any, as_json: bool) -> None:
