@@ -92,6 +92,7 @@ _PART_OF_YEAR = re.compile(
     r"|\bH[12]\b|\b(?:first|second|third|fourth) half\b",
     re.IGNORECASE,
 )
+_QUARTERLY = re.compile(r"\bquarterly\b|\bquarters?\b", re.I)
 _AT_A_DATE = re.compile(r"\b(?:at|as of) (?:the )?(?:end|close) of\b|\bas of\b", re.I)
 _DURATION = re.compile(r"\b(?:months?|weeks?|years?|quarters?|periods?) (?:ended|ending)\b", re.I)
 _SPANS = [
@@ -287,7 +288,12 @@ def _meet(
     cells = {i: s.cell for i, s in enumerate(sentences) if s.cell is not None}
     dated = {i: c for i, c in cells.items() if periods(c.header) & years_of(sentences[i])}
     if not _PART_OF_YEAR.search(question):  # a question naming no quarter asks for the year
-        dated = {i: c for i, c in dated.items() if not _PART_OF_YEAR.search(c.header)} or dated
+
+        def of_part(i: int, cell: TableCellText) -> bool:  # "Selected Quarterly Financial Data"
+            heading = " ".join(hits[sentences[i].hit].chunk.section_path[-1:])
+            return bool(_PART_OF_YEAR.search(cell.header) or _QUARTERLY.search(heading))
+
+        dated = {i: c for i, c in dated.items() if not of_part(i, c)} or dated
     if not _ASKS_SHARE.search(question):  # "total revenues" is an amount, not "% of revenues"
         dated = {
             i: c for i, c in dated.items() if not _SHARE.search(f"{c.label} {c.value}")

@@ -291,3 +291,24 @@ def test_a_header_left_open_by_a_comma_does_not_run_into_the_value() -> None:
     assert [c.text for c in table_cells(chunk)] == [
         "Net sales, Three Months Ended December 31: $ 3,642"
     ]
+
+
+def test_a_question_of_the_year_is_not_answered_from_a_quarterly_table() -> None:
+    """ "Revenues in 2017" is the year's total, not a quarter's: the quarterly table's columns
+    say only "December 31", its heading says they are quarters."""
+    quarters = _rows_chunk(
+        [
+            "| | December 31 | September 30 |",
+            "| 2017 | | |",
+            "| Total revenues | $ 3,285,755 | $ 2,984,859 |",
+        ]
+    ).model_copy(update={"section_path": ["12. Selected Quarterly Financial Data (Unaudited)"]})
+    year = _rows_chunk(["| | 2017 | 2016 |", "| Revenues | $ 11,692,713 | $ 8,830,669 |"])
+    year = year.model_copy(
+        update={"chunk_id": "c0001", "section_path": ["Statements of Operations"]}
+    )
+    hits = [ScoredChunk(chunk=quarters, score=0.9), ScoredChunk(chunk=year, score=0.8)]
+    answer = extractive_answer(
+        "What were Netflix's revenues in 2017?", hits, embedder=_model(), options=OPTIONS
+    )
+    assert answer.citations[0].quote == "Revenues, 2017: $ 11,692,713", answer.text
