@@ -23,10 +23,11 @@ __all__ = [
     "compact_table",
     "continuation_pieces",
     "header_lines",
-    "is_section_row",
+    "is_year_row",
     "join_pieces",
 ]
 
+_YEAR_LABEL = re.compile(r"^(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}$", re.I)
 LINE_JOINED = {BlockType.table, BlockType.code, BlockType.formula, BlockType.figure}
 TABLE_SEPARATOR = re.compile(r"^\s*\|?(\s*:?-{2,}:?\s*\|)*\s*:?-{2,}:?\s*\|?\s*$")
 
@@ -148,8 +149,8 @@ def continuation_pieces(
 
 def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
     """How many leading lines form the table header (header rows plus a markdown separator row),
-    less the rows closing it that hold only a label: "2017" over that year's rows heads a
-    section of them, and is not repeated over the rows of 2016."""
+    less the rows closing it that hold only a year: "2017" over that year's rows dates them,
+    and is not repeated over the rows of 2016."""
     header_rows = max((c.row + c.row_span for c in block.cells if c.header), default=1)
     n = rows = 0
     while n < len(pieces):
@@ -160,15 +161,15 @@ def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
         n += 1
     else:
         return 0  # every line looks like header: repeat nothing
-    while n > 1 and is_section_row(pieces[n - 1].text):
+    while n > 1 and is_year_row(pieces[n - 1].text):
         n -= 1
     return n
 
 
-def is_section_row(text: str) -> bool:
-    """A markdown row holding only its first cell: a label over the rows that follow."""
+def is_year_row(text: str) -> bool:
+    """A markdown row holding only a year in its first cell: it dates the rows that follow."""
     cells = [cell.strip() for cell in text.strip().strip("|").split("|")]
-    return len(cells) > 1 and bool(cells[0]) and not any(cells[1:])
+    return len(cells) > 1 and bool(_YEAR_LABEL.match(cells[0])) and not any(cells[1:])
 
 
 def compact_table(markdown: str) -> str:

@@ -28,7 +28,7 @@ from ingest.chunk_tables import (
     compact_table,
     continuation_pieces,
     header_lines,
-    is_section_row,
+    is_year_row,
     join_pieces,
 )
 from ocr_engine.geometry import union
@@ -260,8 +260,8 @@ class _Chunker:
                 unit = Unit(row_block, [part], part_tokens, part="rows")
                 if not batch.fits(unit):
                     units = batch.take()
-                    heads: list[Unit] = []  # a section's label row goes on with the rows it heads
-                    while len(units) > 1 and is_section_row(units[-1].pieces[0].text):
+                    heads: list[Unit] = []  # a year's row goes on with the rows it dates
+                    while len(units) > 1 and is_year_row(units[-1].pieces[0].text):
                         heads.insert(0, units.pop())
                     self._emit(TABLE_ROWS_KIND, [*prefix, *units])
                     for head in heads:
