@@ -312,3 +312,16 @@ def test_a_question_of_the_year_is_not_answered_from_a_quarterly_table() -> None
         "What were Netflix's revenues in 2017?", hits, embedder=_model(), options=OPTIONS
     )
     assert answer.citations[0].quote == "Revenues, 2017: $ 11,692,713", answer.text
+
+
+def test_the_unit_is_said_once_after_the_value() -> None:
+    chunk = _rows_chunk(
+        [
+            "| | December 31 | September 30 |",
+            "| | | (in thousands, except for per share data) |",
+            "| Total revenues | $ 3,285,755 | $ 2,984,859 |",
+        ]
+    )
+    assert [c.text for c in table_cells(chunk)][1] == (
+        "Total revenues, September 30: $ 2,984,859 (in thousands, except for per share data)"
+    )
