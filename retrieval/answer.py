@@ -27,7 +27,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_engine.geometry import union
-from retrieval.cells import TableCellText, is_table_row, periods, stated_unit, table_cells
+from retrieval.cells import (
+    TableCellText,
+    is_table_row,
+    periods,
+    stated_unit,
+    table_cells,
+    year_row_above,
+)
 from retrieval.doc_card import DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
@@ -578,16 +585,27 @@ def _cell_evidence(
     box = box or line.bbox
     row = union([line.bbox, box])
     heads = options.layout.column_heads(chunk, line) if options.layout else None
-    shown = (row,) if heads is None else _under_heads(heads, row)
+    parts = [row] if heads is None else [heads, row]
+    dating = year_row_above(chunk, cell.line)
+    if dating is not None and chunk.lines[dating].page == line.page:
+        year = chunk.lines[dating].bbox
+        if heads is None or year[1] >= heads[3] - 1:  # not among the headings already shown
+            parts.insert(-1, year)
+    shown = _stacked(parts, row[3] - row[1])
     return Evidence(line.page, box, [Region(page=line.page, bbox=box)], [box], shown), cell.text
 
 
-def _under_heads(heads: BBox, row: BBox) -> tuple[BBox, ...]:
-    """A preview of a row and its table's column headings: one region when they are a few lines
-    apart, else the two, one under the other."""
-    if row[1] - heads[3] <= 3 * (row[3] - row[1]):
-        return (union([heads, row]),)
-    return (heads, row)
+def _stacked(parts: list[BBox], line_height: float) -> tuple[BBox, ...]:
+    """A preview of a row under its table's column headings and the row of the year that dates
+    it (a quarterly table's "2016"), top to bottom: parts a few lines apart in one region, the
+    others one under the other."""
+    merged: list[BBox] = []
+    for part in sorted(parts, key=lambda b: b[1]):
+        if merged and part[1] - merged[-1][3] <= 3 * line_height:
+            merged[-1] = union([merged[-1], part])
+        else:
+            merged.append(part)
+    return tuple(merged)
 
 
 def _located(chunk: Chunk, spans: Sequence[tuple[int, int]]) -> tuple[Evidence, str]:

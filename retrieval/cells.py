@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from retrieval.schema import Chunk
 
-__all__ = ["TableCellText", "is_table_row", "periods", "table_cells"]
+__all__ = ["TableCellText", "is_table_row", "periods", "table_cells", "year_row_above"]
 
 _SEPARATOR = re.compile(r"^:?-{2,}:?$")
 _UNIT = re.compile(r"\(([^()]*\b(?:millions?|thousands?|billions?|percent)\b[^()]*)\)", re.I)
@@ -179,6 +179,19 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             out.append(TableCellText(index, col, shown, headers[col], cells[col], unit))
         wrapped = label if not values else ""
     return out
+
+
+def year_row_above(chunk: Chunk, line: int) -> int | None:
+    """The chunk line of the row holding only a year ("2016") that dates table row `line`: the
+    nearest above it in its table, if any."""
+    for index in range(line - 1, -1, -1):
+        text = chunk.text[chunk.lines[index].start : chunk.lines[index].end]
+        if not is_table_row(text):
+            return None
+        filled = [c for c in _split(text) if c]
+        if len(filled) == 1 and _LONE_YEAR.match(filled[0]):
+            return index
+    return None
 
 
 def periods(text: str) -> set[str]:

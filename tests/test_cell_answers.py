@@ -128,6 +128,29 @@ def test_a_row_far_below_its_headings_is_previewed_under_them() -> None:
     assert first.bbox == row  # the citation is still the cell alone
 
 
+def test_a_row_dated_by_a_year_row_is_previewed_under_its_headings_and_that_year() -> None:
+    """A quarterly table's columns name no year; the row of "2016" above the cited row does:
+    the crop shows the headings, that row and the cited row, one under the other."""
+    quarters = ["", "December 31", "September 30", "June 30"]
+    filler = [[f"Line item {i}", str(i), str(i + 1), str(i + 2)] for i in range(8)]
+    rows = [quarters, ["2017", "", "", ""], *filler, ["2016", "", "", ""], *filler, ROWS[2]]
+    table = table_block("p1-b1", rows, X, TOP, ROW_HEIGHT)
+    document = one_page_document([table], doc_id="q" * 64, source="quarters.pdf")
+    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()))
+    hits = [ScoredChunk(chunk=c, score=0.9) for c in chunks if c.kind.startswith("table")]
+    options = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: document.pages[n - 1]))
+    answer = extractive_answer("Total revenues, September 30, 2016", hits, options=options)
+    first = answer.citations[0]
+    assert first.quote == "Total revenues, September 30, 2016: 66,608"
+    heads = next(c.bbox for c in table.cells if (c.row, c.col) == (0, 1))
+    year = next(c.bbox for c in table.cells if c.text == "2016")
+    row = next(c.bbox for c in table.cells if c.text == "66,608")
+    assert heads is not None and year is not None and row is not None
+    parts = _crop_parts(first.crop_url)
+    assert len(parts) == 3 and parts[0][1] == heads[1] and parts[2][3] == row[3]
+    assert parts[1][1] <= year[1] and parts[1][3] >= year[3]  # the year's row in the middle
+
+
 def test_answers_never_hold_a_raw_markdown_row() -> None:
     hits = [ScoredChunk(chunk=_table_chunk(), score=0.9)]
     for question in ("Boeing Capital revenues", "commercial airplanes", "revenues 2021 2023"):
