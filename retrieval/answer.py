@@ -295,10 +295,14 @@ def _meet(
     cells = {i: s.cell for i, s in enumerate(sentences) if s.cell is not None}
     dated = {i: c for i, c in cells.items() if periods(c.header) & years_of(sentences[i])}
     if not _PART_OF_YEAR.search(question):  # a question naming no quarter asks for the year
+        quarterly = {  # "Selected Quarterly Financial Data": its columns are quarters
+            n
+            for n, hit in enumerate(hits)
+            if _QUARTERLY.search(" ".join(hit.chunk.section_path[-1:]))
+        }
 
-        def of_part(i: int, cell: TableCellText) -> bool:  # "Selected Quarterly Financial Data"
-            heading = " ".join(hits[sentences[i].hit].chunk.section_path[-1:])
-            return bool(_PART_OF_YEAR.search(cell.header) or _QUARTERLY.search(heading))
+        def of_part(i: int, cell: TableCellText) -> bool:
+            return sentences[i].hit in quarterly or bool(_PART_OF_YEAR.search(cell.header))
 
         dated = {i: c for i, c in dated.items() if not of_part(i, c)} or dated
     if not _ASKS_SHARE.search(question):  # "total revenues" is an amount, not "% of revenues"

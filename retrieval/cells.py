@@ -63,8 +63,8 @@ class TableCellText:
     @property
     def text(self) -> str:
         header = self.header
-        if self.unit:  # said once, after the value: not also amid the column's headings
-            header = re.sub(r",?\s*\(" + re.escape(self.unit) + r"\)", "", header).strip(" ,")
+        if self.unit and "(" in header:  # said once, after the value, not amid the headings
+            header = header.replace(f"({self.unit})", "").replace(", ,", ",").strip(" ,")
         header = header.rstrip(" ,;:")  # "December 31,: $ 3,642" reads badly
         head = f"{self.label}, {header}" if header else self.label
         unit = f" ({self.unit})" if self.unit else ""
