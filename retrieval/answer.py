@@ -19,6 +19,7 @@ measure best among such cells) weighs `_MEET` times as much.
 
 from __future__ import annotations
 
+import calendar
 import math
 import re
 from collections import Counter
@@ -35,7 +36,7 @@ from retrieval.cells import (
     table_cells,
     year_row_above,
 )
-from retrieval.doc_card import DocumentCard
+from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
@@ -383,19 +384,28 @@ def _columns_of_quarter_end(
 ) -> list[int]:
     """Of the `found` cells, those of a quarterly report's column dated the day its quarter ended,
     when the question names that quarter ("Q2" of the 10-Q for the quarter ended July 29, 2023:
-    the July 29, 2023 column, not the fiscal year's end beside it), when some are."""
+    the July 29, 2023 column, not the fiscal year's end beside it), or of an annual report's
+    column dated in the month that quarter of its fiscal year ends (a 10-K's quarterly table:
+    "the fourth quarter of 2017" is "December 31" where the year ends December 31), when some
+    are."""
     quarter = _named_quarter(question)
     if quarter is None:
         return found
 
     def on_quarter_end(i: int) -> bool:
         card = cards.get(hits[sentences[i].hit].chunk.doc_id)
-        if card is None or card.quarter != quarter or card.period_end is None:
+        cell = sentences[i].cell
+        if card is None or card.period_end is None or cell is None:
             return False
         end = card.period_end
+        if card.quarter is None and card.kind is DocKind.annual_report:
+            month = (end.month - 3 * (4 - quarter) - 1) % 12 + 1
+            named = rf"\b(?:{calendar.month_name[month]}|{calendar.month_abbr[month]})\b"
+            return re.search(named, cell.header, re.I) is not None
+        if card.quarter != quarter:
+            return False
         day = rf"\b(?:{end.strftime('%B')}|{end.strftime('%b')})\.?\s+0?{end.day}\b"
-        cell = sentences[i].cell
-        return cell is not None and re.search(day, cell.header, re.I) is not None
+        return re.search(day, cell.header, re.I) is not None
 
     return [i for i in found if on_quarter_end(i)] or found
 
