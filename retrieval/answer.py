@@ -880,15 +880,16 @@ def extractive_answer(
     return Answer(text, citations, support)
 
 
-_LIST_MARK = re.compile(r"^(?:[•●▪◦‣∙■□➢➤-]|\d{1,2}[.)]?)\s+(?=[A-Z“\"'(])")
+_BULLET = re.compile(r"^[•●▪◦‣∙■□➢➤-]\s+(?=\S)")
 
 
 def _spoken(sentence: _Sentence) -> str:
-    """A sentence as the answer says it: without the bullet or step number that leads it in a
-    list ("2 Touch Blood pressure" is "Touch Blood pressure"); its citation quotes it whole."""
+    """A sentence as the answer says it: without the bullet that leads it in a list ("• Touch
+    Blood pressure" is "Touch Blood pressure"); a step's number stays, since the answer gives
+    its sentences best first and the numbers show their order. Its citation quotes it whole."""
     if sentence.cell is not None:
         return sentence.text
-    return _LIST_MARK.sub("", sentence.text, count=1) or sentence.text
+    return _BULLET.sub("", sentence.text, count=1) or sentence.text
 
 
 def _with_unit(

@@ -445,21 +445,22 @@ def test_a_lead_in_whose_table_is_no_hit_is_cited_with_the_chunks_the_store_has_
     assert [r.page for r in alone.regions] == [11]
 
 
-def test_a_step_number_or_bullet_does_not_lead_the_answer_text() -> None:
-    """A list item is said without its step number or bullet; the citation quotes it whole."""
+def test_a_bullet_does_not_lead_the_answer_text_and_a_step_number_does() -> None:
+    """A list item is said without its bullet; a step keeps its number, which shows the order
+    of steps the answer gives best first. The citation quotes either whole."""
     steps = make_chunk(
         "c0002",
         [
             (5, "1 Press the Up button to open the app list."),
             (5, "2 Touch Settings and then Blood pressure to start the measurement."),
-            (5, "• Keep 10 minutes between two measurements."),
+            (5, "• Keep 10 minutes between two blood pressure measurements."),
         ],
         joiner="\n",
     )
     answer = extractive_answer(
         "How do I start the blood pressure measurement?", [ScoredChunk(chunk=steps, score=0.9)]
     )
-    assert answer.text.startswith("Touch Settings and then Blood pressure to start")
-    assert not re.search(r"(?:^|\] )(?:\d |• )", answer.text), answer.text
+    assert answer.text.startswith("2 Touch Settings and then Blood pressure to start")
+    assert "• " not in answer.text and "Keep 10 minutes" in answer.text, answer.text
     quoted = [c.quote for c in answer.citations]
-    assert "2 Touch Settings and then Blood pressure to start the measurement." in quoted
+    assert "• Keep 10 minutes between two blood pressure measurements." in quoted
