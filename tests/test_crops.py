@@ -54,6 +54,10 @@ def test_the_margin_stops_short_of_a_line_it_would_cut(app: ApiApp) -> None:
     assert image.size[1] == pytest.approx(bottom - top, abs=2)
     whole = _png(app, bbox=box, dpi="72", margin="3")  # a margin inside the gaps is kept
     assert whole.size[1] == pytest.approx(cited[3] - cited[1] + 6, abs=2)
+    # a line reaching into the cited part (a row label's first line over its figures) is whole
+    into = f"{cited[0]:.1f},{(cited[1] + cited[3]) / 2:.1f},{cited[2]:.1f},{cited[3]:.1f}"
+    taller = _png(app, bbox=into, dpi="72", margin="3")
+    assert taller.size[1] == pytest.approx(cited[3] + 3 - (cited[1] - 0.5), abs=2)
 
 
 def test_two_regions_are_shown_one_under_the_other(app: ApiApp) -> None:

@@ -51,24 +51,22 @@ def _with_margins(parts: list[Box], margin: float) -> list[Box]:
 
 
 def _clear_of_lines(regions: list[Box], parts: list[Box], lines: list[Box]) -> list[Box]:
-    """The regions with their outer top and bottom edges moved off any text line they would cut
-    in half (the line above a cited cell showed as a sliver), never into the cited parts."""
-    if not regions or not lines:
+    """The regions with their top and bottom edges moved off any text line they would cut in
+    half (the line above a cited cell showed as a sliver): a line reaching into the region's
+    cited part is taken whole (a row label's first line above its figures), any other left out."""
+    if not lines:
         return regions
-
-    def cut(line: Box, edge: float, left: float, right: float) -> bool:
-        return line[1] < edge < line[3] and line[0] < right and line[2] > left
-
-    first, last = list(regions[0]), list(regions[-1])
-    for line in lines:
-        if cut(line, first[1], first[0], first[2]):
-            first[1] = min(line[3] + 0.5, parts[0][1])
-    for line in lines:
-        if cut(line, last[3], last[0], last[2]):
-            last[3] = max(line[1] - 0.5, parts[-1][3])
-    if len(regions) == 1:
-        return [(first[0], first[1], first[2], last[3])]
-    return [tuple(first), *regions[1:-1], tuple(last)]  # type: ignore[list-item]
+    out = []
+    for (x0, top, x1, bottom), part in zip(regions, parts, strict=True):
+        for line in lines:
+            if not (line[0] < x1 and line[2] > x0):
+                continue
+            if line[1] < top < line[3]:
+                top = line[1] - 0.5 if line[3] > part[1] else min(line[3] + 0.5, part[1])
+            if line[1] < bottom < line[3]:
+                bottom = line[3] + 0.5 if line[1] < part[3] else max(line[1] - 0.5, part[3])
+        out.append((x0, top, x1, bottom))
+    return out
 
 
 def _crop_parts(value: str) -> list[Box]:
@@ -112,7 +110,9 @@ def page_crop(
         raise ApiError(422, "invalid_highlight", str(exc)) from None
     with rendering_errors(doc_id, "invalid_bbox"):
         pdf = svc.files.pdf_path(doc_id)
-        regions = _clear_of_lines(_with_margins(parts, margin), parts, renderer.text_lines(pdf, n))
+        regions = _with_margins(parts, margin)
+        if margin > 0:  # a margin asked for is a margin of whole lines; 0 is the box itself
+            regions = _clear_of_lines(regions, parts, renderer.text_lines(pdf, n))
         renders = [renderer.render(pdf, n, use_dpi, box) for box in regions]
         return png_response(stacked(renders), boxes)
 
