@@ -186,7 +186,16 @@ def test_folio_docs_lists_failures_with_index_counts(
     rows = json.loads(listing.stdout)
     assert {r["source"] for r in rows} == {n for n, (_, why) in CORPUS.items() if why}
     for row in rows:
-        assert set(row) == {"doc_id", "source", "paths", "status", "pages", "chunks", "errors"}
+        assert set(row) == {
+            "doc_id",
+            "source",
+            "paths",
+            "status",
+            "pages",
+            "chunks",
+            "card",
+            "errors",
+        }
         assert row["status"] == "failed" and row["chunks"] == 0 and row["errors"]
     everything = runner.invoke(cli_app, ["docs", "--data-dir", data_dir, "--json"])
     by_name = {r["source"]: r for r in json.loads(everything.stdout)}
