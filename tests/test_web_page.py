@@ -649,6 +649,27 @@ def test_a_manual_is_listed_by_its_title(open_page: Any, site: tuple[Services, s
     assert errors == []
 
 
+def test_a_filings_date_does_not_wrap_at_its_hyphens(
+    open_page: Any, site: tuple[Services, str]
+) -> None:
+    """A filing's line ends with its period's date, set so that a narrow list does not break it
+    after "2023-07-"; its text is unchanged."""
+    from playwright.sync_api import expect
+
+    line, errors = _listed(
+        open_page,
+        site[1],
+        "bby q2.pdf",
+        "FORM 10-Q",
+        ("Quarterly report", "Quarterly report for the quarterly period ended July 29, 2023."),
+        {"author": "Best Buy Co., Inc.", "title": "Best Buy Form 10-Q"},
+    )
+    expect(line).to_have_text(re.compile(r"quarterly report \(10-Q\) · .*2023-07-29$"))
+    expect(line.locator("span.nowrap")).to_have_text("2023-07-29")
+    assert line.locator("span.nowrap").evaluate("n => getComputedStyle(n).whiteSpace") == "nowrap"
+    assert errors == []
+
+
 def test_a_paper_is_listed_by_its_title_not_the_venue_in_its_headers(
     open_page: Any, site: tuple[Services, str]
 ) -> None:

@@ -205,6 +205,15 @@ async function loadRemoved() {
   $("removed-box").hidden = !rows.length;
 }
 
+/** A card's line as text nodes, each date ("2023-07-29") in a span that does not wrap at its
+ * hyphens (copying the line gives it unchanged). */
+function unbrokenDates(line) {
+  return line
+    .split(/(\d{4}-\d{2}-\d{2})/)
+    .filter(Boolean)
+    .map((part) => (/^\d{4}-\d{2}-\d{2}$/.test(part) ? el("span", { class: "nowrap" }, part) : part));
+}
+
 function makeRow(entry) {
   const details = el(
     "details",
@@ -244,7 +253,7 @@ function paint(entry) {
   const { record, progress, row } = entry;
   row.querySelector(".doc-name").replaceChildren(fileName(record.source));
   const card = record.card?.summary ?? ""; // how the card reads in a line: DocumentCard.summary
-  if (card) setText(row.querySelector(".doc-card"), card);
+  if (card) row.querySelector(".doc-card").replaceChildren(...unbrokenDates(card));
   row.querySelector(".doc-card").hidden = !card && !row.querySelector(".doc-card").textContent;
   const badge = row.querySelector(".badge");
   setText(badge, STATUS_WORDS[record.status] || record.status);
