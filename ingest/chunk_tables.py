@@ -27,6 +27,11 @@ __all__ = [
     "join_pieces",
 ]
 
+_MAX_DATE_ROWS = 2
+_DATE_CELL = re.compile(
+    r"^(?:(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}|(?:[A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+)?"
+    r"(?:19|20)\d{2}|[A-Z][a-z]{2,8}\.?\s+\d{1,2},?)$"
+)
 _YEAR_LABEL = re.compile(r"^(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}$", re.I)
 LINE_JOINED = {BlockType.table, BlockType.code, BlockType.formula, BlockType.figure}
 TABLE_SEPARATOR = re.compile(r"^\s*\|?(\s*:?-{2,}:?\s*\|)*\s*:?-{2,}:?\s*\|?\s*$")
@@ -149,8 +154,10 @@ def continuation_pieces(
 
 def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
     """How many leading lines form the table header (header rows plus a markdown separator row),
-    less the rows closing it that hold only a year: "2017" over that year's rows dates them,
-    and is not repeated over the rows of 2016."""
+    less the rows closing it that hold only a year ("2017" over that year's rows dates them,
+    and is not repeated over the rows of 2016), and with the rows just under it that give the
+    columns their years or dates only (the table finder takes "Three Months Ended December 31,"
+    for the header and "2022 | 2021" for a row)."""
     header_rows = max((c.row + c.row_span for c in block.cells if c.header), default=1)
     n = rows = 0
     while n < len(pieces):
@@ -163,7 +170,18 @@ def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
         return 0  # every line looks like header: repeat nothing
     while n > 1 and is_year_row(pieces[n - 1].text):
         n -= 1
+    extra = 0  # "| | 2022 | 2021 |" under "Three Months Ended December 31,": the columns' years
+    while n < len(pieces) - 1 and extra < _MAX_DATE_ROWS and _dates_columns(pieces[n].text):
+        n += 1
+        extra += 1
     return n
+
+
+def _dates_columns(text: str) -> bool:
+    """A markdown row with an empty first cell and only years or dates in the others."""
+    cells = [cell.strip() for cell in text.strip().strip("|").split("|")]
+    filled = [c for c in cells[1:] if c]
+    return len(cells) > 2 and not cells[0] and bool(filled) and all(map(_DATE_CELL.match, filled))
 
 
 def is_year_row(text: str) -> bool:

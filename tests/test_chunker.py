@@ -297,6 +297,24 @@ def test_a_years_label_row_heads_its_rows_and_is_not_repeated_over_others(
     assert ordered == rows
 
 
+def test_the_years_under_a_tables_heading_are_repeated_with_it(
+    count_tokens: Callable[[str], int],
+) -> None:
+    """The table finder gives "Three Months Ended December 31," as the header and "2022 | 2021"
+    under it as a row: each row group repeats both, so that its cells have their years."""
+    b = Pages()
+    header = "| | Three Months Ended December 31, | |"
+    years = "| | 2022 | 2021 |"
+    rows = [f"| Measure {i} | {i},000 | {i},500 |" for i in range(30)]
+    cells = [TableCell(row=0, col=c, text=t, header=True) for c, t in enumerate("TMY")]
+    b.add(1, BlockType.table, [header, years, *rows], cells=cells)
+    chunks = chunk_document(b.document(), count_tokens=count_tokens, max_tokens=96)
+    assert len(chunks) > 2 and {c.kind for c in chunks} == {"table_rows"}
+    for chunk in chunks:
+        assert chunk.text.splitlines()[:2] == [header, years], chunk.text
+    assert [ln for c in chunks for ln in c.text.splitlines()[2:]] == rows
+
+
 def test_every_chunk_text_is_found_in_the_lines_of_its_regions(
     count_tokens: Callable[[str], int],
 ) -> None:
