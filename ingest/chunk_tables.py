@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType
+from retrieval.cells import dates_columns, is_year_row
 from retrieval.schema import BBox, Region
 
 __all__ = [
@@ -23,16 +24,10 @@ __all__ = [
     "compact_table",
     "continuation_pieces",
     "header_lines",
-    "is_year_row",
     "join_pieces",
 ]
 
 _MAX_DATE_ROWS = 2
-_DATE_CELL = re.compile(
-    r"^(?:(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}|(?:[A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+)?"
-    r"(?:19|20)\d{2}|[A-Z][a-z]{2,8}\.?\s+\d{1,2},?)$"
-)
-_YEAR_LABEL = re.compile(r"^(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}$", re.I)
 LINE_JOINED = {BlockType.table, BlockType.code, BlockType.formula, BlockType.figure}
 TABLE_SEPARATOR = re.compile(r"^\s*\|?(\s*:?-{2,}:?\s*\|)*\s*:?-{2,}:?\s*\|?\s*$")
 
@@ -171,23 +166,10 @@ def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
     while n > 1 and is_year_row(pieces[n - 1].text):
         n -= 1
     extra = 0  # "| | 2022 | 2021 |" under "Three Months Ended December 31,": the columns' years
-    while n < len(pieces) - 1 and extra < _MAX_DATE_ROWS and _dates_columns(pieces[n].text):
+    while n < len(pieces) - 1 and extra < _MAX_DATE_ROWS and dates_columns(pieces[n].text):
         n += 1
         extra += 1
     return n
-
-
-def _dates_columns(text: str) -> bool:
-    """A markdown row with an empty first cell and only years or dates in the others."""
-    cells = [cell.strip() for cell in text.strip().strip("|").split("|")]
-    filled = [c for c in cells[1:] if c]
-    return len(cells) > 2 and not cells[0] and bool(filled) and all(map(_DATE_CELL.match, filled))
-
-
-def is_year_row(text: str) -> bool:
-    """A markdown row holding only a year in its first cell: it dates the rows that follow."""
-    cells = [cell.strip() for cell in text.strip().strip("|").split("|")]
-    return len(cells) > 1 and bool(_YEAR_LABEL.match(cells[0])) and not any(cells[1:])
 
 
 def compact_table(markdown: str) -> str:

@@ -28,11 +28,11 @@ from ingest.chunk_tables import (
     compact_table,
     continuation_pieces,
     header_lines,
-    is_year_row,
     join_pieces,
 )
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType, Document, Page
+from retrieval.cells import is_year_row
 from retrieval.doc_card import DocumentCard, card_label
 from retrieval.schema import TABLE_ROWS_KIND, Chunk, ChunkLine, Region
 

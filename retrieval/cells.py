@@ -24,7 +24,15 @@ from dataclasses import dataclass
 
 from retrieval.schema import Chunk
 
-__all__ = ["TableCellText", "is_table_row", "periods", "table_cells", "year_row_above"]
+__all__ = [
+    "TableCellText",
+    "dates_columns",
+    "is_table_row",
+    "is_year_row",
+    "periods",
+    "table_cells",
+    "year_row_above",
+]
 
 _SEPARATOR = re.compile(r"^:?-{2,}:?$")
 _UNIT = re.compile(r"\(([^()]*\b(?:millions?|thousands?|billions?|percent)\b[^()]*)\)", re.I)
@@ -41,6 +49,10 @@ _PERIOD_NUMBERS = re.compile(
 )
 _MAX_HEADER_ROWS = 4
 _LONE_YEAR = re.compile(r"^(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}$", re.I)
+_DATE_CELL = re.compile(
+    r"^(?:(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}|(?:[A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+)?"
+    r"(?:19|20)\d{2}|[A-Z][a-z]{2,8}\.?\s+\d{1,2},?)$"
+)
 _NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
 
 
@@ -162,9 +174,8 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     for index, cells in body:
-        filled = [c for c in cells if c]
-        if len(filled) == 1 and _LONE_YEAR.match(filled[0]):  # "2016" over the rows of 2016
-            headers = _dated_by_stub([filled[0], *undated[1:]])
+        if _holds_a_year_alone(cells):  # "2016" over the rows of 2016
+            headers = _dated_by_stub([cells[0], *undated[1:]])
             wrapped = ""
             continue
         named = next((c for c in cells if c and not _NUMERIC.match(c)), "")
@@ -188,10 +199,26 @@ def year_row_above(chunk: Chunk, line: int) -> int | None:
         text = chunk.text[chunk.lines[index].start : chunk.lines[index].end]
         if not is_table_row(text):
             return None
-        filled = [c for c in _split(text) if c]
-        if len(filled) == 1 and _LONE_YEAR.match(filled[0]):
+        if is_year_row(text):
             return index
     return None
+
+
+def is_year_row(text: str) -> bool:
+    """A markdown row holding only a year, in its first cell: it dates the rows that follow."""
+    return is_table_row(text) and _holds_a_year_alone(_split(text))
+
+
+def _holds_a_year_alone(cells: list[str]) -> bool:
+    return len(cells) > 1 and bool(_LONE_YEAR.match(cells[0])) and not any(cells[1:])
+
+
+def dates_columns(text: str) -> bool:
+    """A markdown row with an empty first cell and only years or dates in the others: the
+    columns' "| | 2022 | 2021 |" under a spanning heading."""
+    cells = _split(text) if is_table_row(text) else []
+    filled = [c for c in cells[1:] if c]
+    return len(cells) > 2 and not cells[0] and bool(filled) and all(map(_DATE_CELL.match, filled))
 
 
 def periods(text: str) -> set[str]:

@@ -14,7 +14,6 @@ __all__ = [
     "CARD_CHUNK_ID",
     "CARD_KIND",
     "GENERIC_WORDS",
-    "REPORTING",
     "DocKind",
     "DocumentCard",
     "card_label",
@@ -66,7 +65,7 @@ _KIND_WORDS = {
 }
 
 
-REPORTING = frozenset(
+_REPORTING = frozenset(
     {
         DocKind.annual_report,
         DocKind.quarterly_report,
@@ -109,19 +108,13 @@ class DocumentCard(BaseModel):
         differ by it; a filing's title is the SEC's letterhead); a paper is known by its title,
         as title · paper · year (its "organisation" is read from running headers, which name a
         venue more often than its authors)."""
-        kind = _SHOWN_KINDS.get(self.kind, self.kind.value) + (
-            f" ({self.form})" if self.form else ""
-        )
+        kind = _kind(self, _SHOWN_KINDS)
         if not self.organisation and not kind:
             return self.title or ""
         if self.kind is DocKind.paper and self.title:
             return " · ".join(str(p) for p in (self.title, kind, self.year) if p)
-        year = f"{'FY' if self.form else ''}{self.year}" if self.year else ""
-        quarter = f"Q{self.quarter}" if self.quarter and year else ""
-        ended = self.period_end.isoformat() if self.period_end is not None else ""
-        period = " ".join(p for p in (quarter, year, ended) if p)
-        titled = not self.form and self.kind not in REPORTING and self.title != self.organisation
-        parts = (self.title if titled else None, self.organisation, kind, period)
+        titled = not self.form and self.kind not in _REPORTING and self.title != self.organisation
+        parts = (self.title if titled else None, self.organisation, kind, _period(self))
         return " · ".join(p for p in parts if p)
 
     @property
@@ -159,9 +152,13 @@ def _period(card: DocumentCard) -> str:
     return " ".join(parts)
 
 
+def _kind(card: DocumentCard, words: dict[DocKind, str] = _KIND_WORDS) -> str:
+    return words[card.kind] + (f" ({card.form})" if card.form else "")
+
+
 def card_line(card: DocumentCard) -> str:
     """organisation · kind · period, the parts the card has."""
-    kind = _KIND_WORDS[card.kind] + (f" ({card.form})" if card.form else "")
+    kind = _kind(card)
     return " · ".join(p for p in (card.organisation, kind, _period(card)) if p)
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import io
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pymupdf
 from PIL import Image, ImageDraw
@@ -102,6 +104,7 @@ def _png(image: Image.Image) -> bytes:
 
 
 _Key = tuple[str, int, int, Box | None]
+_Fact = TypeVar("_Fact")
 
 
 class PageRenderer:
@@ -148,36 +151,39 @@ class PageRenderer:
 
     def text_lines(self, pdf: Path, number: int) -> list[Box]:
         """The boxes of the text layer's lines on page `number` (none on a scanned page)."""
-        key = (str(pdf), number)
-        with self._lock:
-            if (lines := self._lines.get(key)) is not None:
-                return lines
+
+        def read(page: pymupdf.Page) -> list[Box]:
+            found = page.get_text("dict", flags=0)["blocks"]
+            return [tuple(line["bbox"]) for block in found for line in block.get("lines", [])]
+
         try:
-            with open_stored(pdf) as doc:
-                _check_range(doc, number)
-                found = doc[number - 1].get_text("dict", flags=0)["blocks"]
+            return self._page_fact(self._lines, pdf, number, read)
         except (pymupdf.mupdf.FzErrorBase, pymupdf.FileDataError) as exc:
             raise UnrenderablePageError(f"page {number} cannot be read: {exc}") from None
-        lines = [tuple(line["bbox"]) for block in found for line in block.get("lines", [])]
-        with self._lock:
-            self._lines[key] = lines
-            while len(self._lines) > _RECTS:
-                self._lines.popitem(last=False)
-        return lines
 
     def _page_rect(self, pdf: Path, number: int) -> pymupdf.Rect:
+        return self._page_fact(self._rects, pdf, number, lambda page: page.rect)
+
+    def _page_fact(
+        self,
+        kept: OrderedDict[tuple[str, int], _Fact],
+        pdf: Path,
+        number: int,
+        read: Callable[[pymupdf.Page], _Fact],
+    ) -> _Fact:
+        """What `read` gives of page `number`, remembered for the last `_RECTS` pages."""
         key = (str(pdf), number)
         with self._lock:
-            if (rect := self._rects.get(key)) is not None:
-                return rect
+            if (fact := kept.get(key)) is not None:
+                return fact
         with open_stored(pdf) as doc:
             _check_range(doc, number)
-            rect = doc[number - 1].rect
+            fact = read(doc[number - 1])
         with self._lock:
-            self._rects[key] = rect
-            while len(self._rects) > _RECTS:
-                self._rects.popitem(last=False)
-        return rect
+            kept[key] = fact
+            while len(kept) > _RECTS:
+                kept.popitem(last=False)
+        return fact
 
     def _keep(self, key: _Key, made: Render) -> None:
         if made.nbytes > self.cache_bytes:

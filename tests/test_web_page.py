@@ -612,40 +612,50 @@ def _listed(
     return page.locator("li.doc", has_text=name).locator(".doc-card"), errors
 
 
-def test_a_report_of_no_known_kind_is_listed_by_its_title(
-    open_page: Any, site: tuple[Services, str]
+@pytest.mark.parametrize(
+    ("name", "heading", "fact", "metadata", "expected"),
+    [
+        pytest.param(  # two reports of one organisation differ by their titles
+            "pew report.pdf",
+            "Views of China",
+            ("Summary", "Most Americans see China as a competitor."),
+            {"author": "Pew Research Center", "title": "Views of China in 2021"},
+            r"^Views of China in 2021 · Pew Research Center$",
+            id="report-of-no-known-kind",
+        ),
+        pytest.param(  # two manuals of one maker differ by their titles
+            "watch_d.pdf",
+            "WATCH D",
+            ("Wake the screen", "Press the Up button to wake the screen."),
+            {"author": "Huawei Technologies Co., Ltd.", "title": "WATCH D User Guide"},
+            r"^WATCH D User Guide · Huawei Technologies Co., Ltd · manual",
+            id="manual",
+        ),
+        pytest.param(  # the author field of a paper is often a venue's running header
+            "2310.07609v1.pdf",
+            "Checking claims by asking questions",
+            ("Abstract", "We verify claims by asking questions about them."),
+            {"author": "Annual Meeting of the Association", "title": "QACheck: a demonstration"},
+            r"^QACheck: a demonstration · paper( · \d{4})?$",
+            id="paper",
+        ),
+    ],
+)
+def test_a_document_is_listed_by_what_tells_it_apart(
+    open_page: Any,
+    site: tuple[Services, str],
+    name: str,
+    heading: str,
+    fact: tuple[str, str],
+    metadata: dict[str, str],
+    expected: str,
 ) -> None:
-    """Two reports of one organisation are told apart by their titles in the list: a card of
-    no known kind leads with its title, then its organisation (and year, when it has one)."""
+    """The list shows each document's card line: a report of no known kind and a manual lead
+    with their titles, then organisation (and kind); a paper is its title and kind."""
     from playwright.sync_api import expect
 
-    line, errors = _listed(
-        open_page,
-        site[1],
-        "pew report.pdf",
-        "Views of China",
-        ("Summary", "Most Americans see China as a competitor."),
-        {"author": "Pew Research Center", "title": "Views of China in 2021"},
-    )
-    expect(line).to_have_text("Views of China in 2021 · Pew Research Center", timeout=SLOW_MS)
-    assert errors == []
-
-
-def test_a_manual_is_listed_by_its_title(open_page: Any, site: tuple[Services, str]) -> None:
-    """Two manuals of one maker are told apart by their titles: a manual's line leads with its
-    title, then its maker and kind."""
-    from playwright.sync_api import expect
-
-    line, errors = _listed(
-        open_page,
-        site[1],
-        "watch_d.pdf",
-        "WATCH D",
-        ("Wake the screen", "Press the Up button to wake the screen."),
-        {"author": "Huawei Technologies Co., Ltd.", "title": "WATCH D User Guide"},
-    )
-    expected = re.compile(r"^WATCH D User Guide · Huawei Technologies Co., Ltd · manual")
-    expect(line).to_have_text(expected, timeout=SLOW_MS)
+    line, errors = _listed(open_page, site[1], name, heading, fact, metadata)
+    expect(line).to_have_text(re.compile(expected), timeout=SLOW_MS)
     assert errors == []
 
 
@@ -667,26 +677,6 @@ def test_a_filings_date_does_not_wrap_at_its_hyphens(
     expect(line).to_have_text(re.compile(r"quarterly report \(10-Q\) · .*2023-07-29$"))
     expect(line.locator("span.nowrap")).to_have_text("2023-07-29")
     assert line.locator("span.nowrap").evaluate("n => getComputedStyle(n).whiteSpace") == "nowrap"
-    assert errors == []
-
-
-def test_a_paper_is_listed_by_its_title_not_the_venue_in_its_headers(
-    open_page: Any, site: tuple[Services, str]
-) -> None:
-    """A paper's list line is its title and kind: the organisation its card reads (here the
-    author field, often a venue's running header) says less about which paper it is."""
-    from playwright.sync_api import expect
-
-    line, errors = _listed(
-        open_page,
-        site[1],
-        "2310.07609v1.pdf",
-        "Checking claims by asking questions",
-        ("Abstract", "We verify claims by asking questions about them."),
-        {"author": "Annual Meeting of the Association", "title": "QACheck: a demonstration"},
-    )
-    expected = re.compile(r"^QACheck: a demonstration · paper( · \d{4})?$")
-    expect(line).to_have_text(expected, timeout=SLOW_MS)
     assert errors == []
 
 
