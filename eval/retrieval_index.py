@@ -28,6 +28,7 @@ _SHAPING_SOURCES = (
     "ingest/chunk_tables.py",
     "ingest/cards.py",
     "ingest/card_period.py",
+    "ingest/card_contents.py",
     "retrieval/sparse.py",
     "ocr_engine/extract.py",
     "ocr_engine/furniture.py",

@@ -1,5 +1,6 @@
 """Document cards: what a document is, read from its first pages (ingest's `CardBuilder`, or
-`document_card` over a whole `Document`; both see the first CARD_PAGES pages only).
+`document_card` over a whole `Document`; both read what it is from the first CARD_PAGES pages, and
+its contents, `ingest.card_contents`, from every page).
 
 Kind from an SEC form on the cover ("FORM 10-K"), a press release's "reports ... results", an
 "Abstract" heading, manual and datasheet words in the title, landscape pages of few words;
@@ -18,6 +19,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from ingest.card_contents import ContentsReader
 from ingest.card_period import Period, PeriodText, read_period
 from ocr_engine.schema import Block, BlockType, Document, Page
 from retrieval.doc_card import (
@@ -157,28 +159,33 @@ def _clean_org(name: str) -> str:
 class CardBuilder:
     """A card from a document's pages as ingest reads them (the first CARD_PAGES are kept)."""
 
-    def __init__(self, source: str, metadata: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, source: str, metadata: Mapping[str, str] | None = None, page_count: int = 0
+    ) -> None:
         self.source = source
         self.metadata = dict(metadata or {})
         self.pages: list[Page] = []
+        self.contents = ContentsReader(page_count)
 
     def feed(self, pages: Iterable[Page]) -> None:
+        pages = list(pages)
         self.pages.extend(p for p in pages if p.number <= CARD_PAGES)
+        self.contents.feed(pages)
 
     def complete(self, page_count: int) -> bool:
         """Whether every page the card is read from has been fed."""
         return len(self.pages) >= min(CARD_PAGES, page_count)
 
     def card(self) -> DocumentCard:
-        """The card of the pages fed so far."""
-        return _Reading(
-            sorted(self.pages, key=lambda p: p.number), self.source, self.metadata
-        ).card()
+        """The card of the pages fed so far (its contents, of every page fed)."""
+        card = _Reading(sorted(self.pages, key=lambda p: p.number), self.source, self.metadata)
+        return card.card().model_copy(update={"contents": self.contents.contents()})
 
 
 def document_card(doc: Document) -> DocumentCard:
-    """The card of a structured document (its first CARD_PAGES pages and its metadata)."""
-    builder = CardBuilder(doc.source, doc.metadata)
+    """The card of a structured document (its first CARD_PAGES pages and its metadata; its
+    contents from every page)."""
+    builder = CardBuilder(doc.source, doc.metadata, doc.page_count)
     builder.feed(doc.pages)
     return builder.card()
 

@@ -207,7 +207,7 @@ class Ingestor:
             metadata=info.metadata,
         )
         doc.writer = self.files.writer(head)
-        doc.card = card = CardBuilder(record.source, info.metadata)
+        doc.card = card = CardBuilder(record.source, info.metadata, info.page_count)
         chunker: ChunkStream | None = None
         held: list[Page] = []  # marked pages waiting for the card that labels their chunks
 

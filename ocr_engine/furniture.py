@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ocr_engine.schema import Block, BlockType, Page
 
-__all__ = ["RADIUS", "FurnitureMarker", "furniture_key", "mark_furniture"]
+__all__ = ["RADIUS", "FurnitureMarker", "furniture_key", "mark_furniture", "printed_number"]
 
 RADIUS = 32  # pages on each side of a page whose text counts as evidence of repetition
 MIN_PAGES = 3  # pages the same text must stand on, at least, to be furniture
@@ -29,7 +29,7 @@ LOCAL_PAGES = 4  # ... on this many pages at least (three alike atop a document 
 _DIGITS = re.compile(r"\d+")
 _ROMAN = r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
 _PAGE_NUMBER = re.compile(
-    rf"^[-–—\s]*(?:page\s+)?(?:\d{{1,5}}|{_ROMAN})(?:\s*(?:/|of)\s*\d{{1,5}})?[-–—\s]*$"
+    rf"^[-–—\s]*(?:page\s+)?(?:(?P<number>\d{{1,5}})|{_ROMAN})(?:\s*(?:/|of)\s*\d{{1,5}})?[-–—\s]*$"
 )
 _HEADINGS = (BlockType.title, BlockType.section_header)
 _CONTENT = (BlockType.table, BlockType.figure)
@@ -45,6 +45,13 @@ def furniture_key(text: str) -> str:
     if flat and _PAGE_NUMBER.match(flat):
         return "<page number>"
     return _DIGITS.sub("#", flat)
+
+
+def printed_number(text: str) -> int | None:
+    """The page number a block prints ("17", "- 17 -", "Page 17 of 40"), in Arabic figures; None
+    for any other text (roman numerals number front matter, not the pages a reader counts)."""
+    match = _PAGE_NUMBER.match(" ".join(text.lower().split()))
+    return int(match["number"]) if match and match["number"] else None
 
 
 @dataclass(frozen=True, slots=True)

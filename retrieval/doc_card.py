@@ -14,6 +14,7 @@ __all__ = [
     "CARD_CHUNK_ID",
     "CARD_KIND",
     "GENERIC_WORDS",
+    "Contents",
     "DocKind",
     "DocumentCard",
     "card_label",
@@ -77,8 +78,40 @@ _REPORTING = frozenset(
 _SHOWN_KINDS = {**_KIND_WORDS, DocKind.other: ""}
 
 
+class PrintedRun(BaseModel):
+    """PDF pages `first`..`last` print their numbers as the PDF page less `offset` (a report's
+    cover and contents come before its page 1)."""
+
+    first: int = Field(ge=1)
+    last: int = Field(ge=1)
+    offset: int
+
+
+class Contents(BaseModel):
+    """Where a document's pages, figures and tables are, as a library card gives its extent: what
+    a question naming "page 17", "the last page" or "Figure 3" points at."""
+
+    pages: int = Field(default=0, ge=0, description="its page count (0: unknown)")
+    printed: list[PrintedRun] = Field(
+        default_factory=list, description="the page numbers its headers or footers print"
+    )
+    captions: dict[str, int] = Field(
+        default_factory=dict,
+        description='"figure 3", "table 2": the page whose caption opens with that label',
+    )
+
+    def printed_page(self, number: int) -> int | None:
+        """The PDF page that prints `number`: the first such page where several do (a filing's
+        pages numbered again in its exhibits)."""
+        for run in self.printed:
+            if run.first <= number + run.offset <= run.last:
+                return number + run.offset
+        return None
+
+
 class DocumentCard(BaseModel):
-    """What a document is, read from its first pages, running headers, headings and metadata."""
+    """What a document is, read from its first pages, running headers, headings and metadata;
+    its contents from every page."""
 
     title: str | None = None
     organisation: str | None = Field(default=None, description="who it is by or about")
@@ -97,6 +130,7 @@ class DocumentCard(BaseModel):
         default_factory=list,
         description="words of its file name (when read) that its text writes in lower case",
     )
+    contents: Contents = Field(default_factory=Contents)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

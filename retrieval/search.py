@@ -22,11 +22,12 @@ from retrieval.answer import (
     table_pieces,
     table_unit,
 )
-from retrieval.doc_card import CARD_KIND
+from retrieval.doc_card import CARD_KIND, Contents
 from retrieval.doc_names import NamedDocuments, NameMatch
 from retrieval.embedder import Embedder
 from retrieval.line_items import with_line_items
 from retrieval.page_layout import Layout
+from retrieval.page_refs import page_ref
 from retrieval.rerank import Reranker, RerankError, sigmoid
 from retrieval.schema import (
     Chunk,
@@ -66,6 +67,9 @@ class Ranked(NamedTuple):
     """Why the re-ranker was passed over (the hits keep the fused order)."""
     names: NameMatch | None = None
     """The documents the question names (None with names off or documents chosen by filter)."""
+    place: tuple[str, int, int] | None = None
+    """The document and first and last page of the place the question names ("on page 17",
+    "Figure 3"), where it was found; its hits come first."""
 
 
 def _name_terms(question: str, names: NameMatch | None) -> frozenset[str]:
@@ -242,6 +246,11 @@ class Retriever:
             narrowed = (flt or SearchFilter()).model_copy(update={"doc_ids": names.doc_ids})
             if self._agrees(narrowed, found):
                 found = self.store.search(vector, fetch, narrowed, text=text) + found
+        place = None
+        if flt is None or (flt.page_from is None and flt.page_to is None):
+            found, place = self._at_place(
+                question, found, flt, lambda f: self.store.search(vector, fetch, f, text=text)
+            )
         found = [hit for hit in found if hit.chunk.kind != CARD_KIND]  # routing, never a hit
         failure = None
         if self.reranker is not None:
@@ -252,8 +261,38 @@ class Retriever:
                 failure = RerankFailure(code=exc.code, message=exc.message)
         if not self.page_hits:
             key = lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id)  # noqa: E731
-            return Ranked(_distinct(found, top_k, key), failure, names)
-        return Ranked(distinct_pages(found, top_k), failure, names)
+            return Ranked(_distinct(found, top_k, key), failure, names, place)
+        return Ranked(distinct_pages(found, top_k), failure, names, place)
+
+    def _at_place(
+        self,
+        question: str,
+        found: list[ScoredChunk],
+        flt: SearchFilter | None,
+        search: Callable[[SearchFilter], list[ScoredChunk]],
+    ) -> tuple[list[ScoredChunk], tuple[str, int, int] | None]:
+        """The hits with those of the place the question names first, and where that is: in the
+        first of the search's documents that has it (a figure's caption, a page as it prints
+        its numbers), searched within its pages."""
+        ref = page_ref(question)
+        if ref is None:
+            return found, None
+        seen: set[str] = set()
+        for hit in found[:_AGREEMENT_WINDOW]:
+            doc_id = hit.chunk.doc_id
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            card = self.names.card(doc_id) if self.names is not None else None
+            pages = ref.pages(card.contents if card is not None else Contents())
+            if pages is None:
+                continue
+            within = (flt or SearchFilter()).model_copy(
+                update={"doc_ids": [doc_id], "page_from": pages[0], "page_to": pages[1]}
+            )
+            if there := search(within):
+                return there + found, (doc_id, *pages)
+        return found, None
 
     @staticmethod
     def _agrees(named: SearchFilter, found: list[ScoredChunk]) -> bool:
@@ -276,12 +315,14 @@ class Retriever:
         reranked = self.reranker is not None and (ranked is None or ranked.rerank_error is None)
         names = ranked.names if ranked is not None else None
         names = names or self._match(req.question, search_filter(req))
+        place = ranked.place if ranked is not None else None
         return AnswerOptions(
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
-            min_support=self.min_support,
+            # a place the question names is answered from, however little its text is like it
+            min_support=self.min_support if place is None else 0.0,
             layout=self.layout,
-            pages=(req.page_from, req.page_to),
+            pages=(req.page_from, req.page_to) if place is None else place[1:],
             following=self.following,
             table_rest=self.table_rest,
             unit_of=self.unit_of,
