@@ -11,30 +11,14 @@ from collections.abc import Iterable
 from ocr_engine.furniture import printed_number
 from ocr_engine.schema import BlockType, Page
 from retrieval.doc_card import Contents, PrintedRun
+from retrieval.page_refs import caption_label
 
-__all__ = ["ContentsReader", "caption_label"]
+__all__ = ["ContentsReader"]
 
 _FURNITURE = (BlockType.page_header, BlockType.page_footer)
-_CAPTION = re.compile(
-    r"^\s*(fig(?:ure)?|table|chart)\s*\.?\s*(\d{1,3})(?![\d.,–-]\d)\s*([.:|—–-])?", re.I
-)
-_KINDS = {"fig": "figure", "figure": "figure", "table": "table", "chart": "chart"}
 _MIN_RUN = 2  # numbered pages that must agree on an offset: one stray number is a figure's
 _EDGE = 0.08  # share of the page height at its top and bottom where page numbers are printed
 _NUMBERED = re.compile(r"^(\d{1,4})\s+[^\W\d]|[^\W\d][:.]?\s+(\d{1,4})$")
-
-
-def caption_label(text: str, *, caption: bool) -> tuple[str, bool] | None:
-    """The label a caption opens with ("figure 3") and whether it is set off as captions are (by
-    ":", "." or a dash); plain text must be ("Table 6, RAPTOR paired with..." is a sentence)."""
-    match = _CAPTION.match(text)
-    if match is None:
-        return None
-    kind = _KINDS.get(match[1].lower(), match[1].lower())
-    marked = match[3] is not None
-    if not (caption or marked):
-        return None
-    return f"{kind} {int(match[2])}", marked
 
 
 class ContentsReader:

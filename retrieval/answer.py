@@ -40,6 +40,7 @@ from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
+from retrieval.page_refs import caption_label
 from retrieval.schema import TABLE_ROWS_KIND, BBox, Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
 
@@ -164,7 +165,9 @@ class AnswerOptions:
     document: an answer must come from hits whose text writes one of them, else there is none
     ("Apple's iPhone revenue" is not answered from Best Buy's revenue); `unit_of` gives the
     unit a table's neighbours state (`table_unit`, a store lookup), for a cited cell whose own
-    lines name none."""
+    lines name none; `caption` is the label of a figure or table the question names ("figure
+    3"): a sentence of the hits that captions it is cited first (with what it captions, as any
+    caption), since what the question asks is in that figure or table."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -179,6 +182,7 @@ class AnswerOptions:
     card_of: Callable[[str], DocumentCard | None] | None = None
     subjects: tuple[str, ...] = ()
     unit_of: Callable[[Chunk], str] | None = None
+    caption: str = ""
 
 
 class Answer(NamedTuple):
@@ -868,6 +872,8 @@ def extractive_answer(
         return Answer(None, [], support)
     if not chosen:  # no lexical support at all: the best hit's opening sentence
         chosen = sentences[:1]
+    if options.caption:
+        chosen = _captioned_first(chosen, sentences, options.caption, max_sentences)
     met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
     if (
         chosen[0].cell is not None and id(chosen[0]) in met
@@ -878,6 +884,21 @@ def extractive_answer(
     text = " ".join(f"{_spoken(s)} [{n}]" for n, s in enumerate(chosen, 1))
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations, support)
+
+
+def _captioned_first(
+    chosen: list[_Sentence], sentences: list[_Sentence], label: str, most: int
+) -> list[_Sentence]:
+    """The chosen sentences after the first that captions `label`, if any sentence does."""
+    caption = next((s for s in sentences if s.cell is None and _captions(s.text, label)), None)
+    if caption is None:
+        return chosen
+    return [caption, *(s for s in chosen if s is not caption)][:most]
+
+
+def _captions(text: str, label: str) -> bool:
+    found = caption_label(text, caption=True)
+    return found is not None and found[0] == label
 
 
 _BULLET = re.compile(r"^[•●▪◦‣∙■□➢➤-]\s+(?=\S)")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from retrieval.doc_card import Contents
 
-__all__ = ["PageRef", "page_ref"]
+__all__ = ["PageRef", "caption_label", "page_ref"]
 
 _WORDS = "one two three four five six seven eight nine ten eleven twelve"
 _NUMBER_WORDS = {w: n for n, w in enumerate(_WORDS.split(), 1)}
@@ -29,6 +29,21 @@ _NTH_PAGE = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+(?:[a-z]+\s+)?(?:page|slid
 _COVER = re.compile(r"\b(?:cover|front|title)\s+(?:page|slide)\b", re.I)
 _LABEL = re.compile(r"\b(fig(?:ure)?|table|chart)\s*\.?\s*(\d{1,3})\b", re.I)
 _KINDS = {"fig": "figure", "figure": "figure", "table": "table", "chart": "chart"}
+_CAPTION = re.compile(
+    r"^\s*(fig(?:ure)?|table|chart)\s*\.?\s*(\d{1,3})(?![\d.,–-]\d)\s*([.:|—–-])?", re.I
+)
+
+
+def caption_label(text: str, *, caption: bool) -> tuple[str, bool] | None:
+    """The label a caption opens with ("figure 3") and whether it is set off as captions are (by
+    ":", "." or a dash); plain text must be ("Table 6, RAPTOR paired with..." is a sentence)."""
+    match = _CAPTION.match(text)
+    if match is None:
+        return None
+    marked = match[3] is not None
+    if not (caption or marked):
+        return None
+    return f"{_KINDS[match[1].lower()]} {int(match[2])}", marked
 
 
 @dataclass(frozen=True)

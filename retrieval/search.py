@@ -44,6 +44,7 @@ from retrieval.text_terms import stems
 
 __all__ = [
     "InvalidQueryError",
+    "Place",
     "Ranked",
     "Retriever",
     "distinct_pages",
@@ -55,10 +56,21 @@ logger = logging.getLogger(__name__)
 
 _MAX_FETCH = 400  # fused candidates asked for at most (QueryRequest.top_k is at most 100)
 _AGREEMENT_WINDOW = 10  # a named document must be among the plain search's first chunks
+_PLACE_HITS = 3  # chunks of the page a question names that come first, at most
 
 
 class InvalidQueryError(BadInputError, ValueError):
     """The query can never match as asked (e.g. an empty page range); do not retry."""
+
+
+class Place(NamedTuple):
+    """Where the place a question names is: its document, first and last page, and the figure or
+    table label it was named by ("figure 3"; "" for a page)."""
+
+    doc_id: str
+    first: int
+    last: int
+    label: str = ""
 
 
 class Ranked(NamedTuple):
@@ -67,9 +79,9 @@ class Ranked(NamedTuple):
     """Why the re-ranker was passed over (the hits keep the fused order)."""
     names: NameMatch | None = None
     """The documents the question names (None with names off or documents chosen by filter)."""
-    place: tuple[str, int, int] | None = None
-    """The document and first and last page of the place the question names ("on page 17",
-    "Figure 3"), where it was found; its hits come first."""
+    place: Place | None = None
+    """Where the place the question names ("on page 17", "Figure 3") was found: its hits come
+    first."""
 
 
 def _name_terms(question: str, names: NameMatch | None) -> frozenset[str]:
@@ -246,9 +258,10 @@ class Retriever:
             narrowed = (flt or SearchFilter()).model_copy(update={"doc_ids": names.doc_ids})
             if self._agrees(narrowed, found):
                 found = self.store.search(vector, fetch, narrowed, text=text) + found
+        there: list[ScoredChunk] = []
         place = None
         if flt is None or (flt.page_from is None and flt.page_to is None):
-            found, place = self._at_place(
+            there, place = self._at_place(
                 question, found, flt, lambda f: self.store.search(vector, fetch, f, text=text)
             )
         found = [hit for hit in found if hit.chunk.kind != CARD_KIND]  # routing, never a hit
@@ -259,10 +272,17 @@ class Retriever:
             except RerankError as exc:
                 logger.warning("re-ranking failed, fused order kept: %s: %s", exc.code, exc)
                 failure = RerankFailure(code=exc.code, message=exc.message)
+        key = lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id)  # noqa: E731
+        # the place's first chunks, not only its best one: the question asks about that page
+        first = _distinct(there, min(top_k, _PLACE_HITS), key)
+        taken = {key(hit) for hit in first}
+        found = [hit for hit in found if key(hit) not in taken]
+        rest = top_k - len(first)
+        if rest <= 0:
+            return Ranked(first, failure, names, place)
         if not self.page_hits:
-            key = lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id)  # noqa: E731
-            return Ranked(_distinct(found, top_k, key), failure, names, place)
-        return Ranked(distinct_pages(found, top_k), failure, names, place)
+            return Ranked(first + _distinct(found, rest, key), failure, names, place)
+        return Ranked(first + distinct_pages(found, rest), failure, names, place)
 
     def _at_place(
         self,
@@ -270,13 +290,13 @@ class Retriever:
         found: list[ScoredChunk],
         flt: SearchFilter | None,
         search: Callable[[SearchFilter], list[ScoredChunk]],
-    ) -> tuple[list[ScoredChunk], tuple[str, int, int] | None]:
-        """The hits with those of the place the question names first, and where that is: in the
-        first of the search's documents that has it (a figure's caption, a page as it prints
-        its numbers), searched within its pages."""
+    ) -> tuple[list[ScoredChunk], Place | None]:
+        """The hits of the place the question names, and where that is: in the first of the
+        search's documents that has it (a figure's caption, a page as it prints its numbers),
+        searched within its pages; none when it names none or none has it."""
         ref = page_ref(question)
         if ref is None:
-            return found, None
+            return [], None
         seen: set[str] = set()
         for hit in found[:_AGREEMENT_WINDOW]:
             doc_id = hit.chunk.doc_id
@@ -291,8 +311,8 @@ class Retriever:
                 update={"doc_ids": [doc_id], "page_from": pages[0], "page_to": pages[1]}
             )
             if there := search(within):
-                return there + found, (doc_id, *pages)
-        return found, None
+                return there, Place(doc_id, *pages, ref.label)
+        return [], None
 
     @staticmethod
     def _agrees(named: SearchFilter, found: list[ScoredChunk]) -> bool:
@@ -322,7 +342,8 @@ class Retriever:
             # a place the question names is answered from, however little its text is like it
             min_support=self.min_support if place is None else 0.0,
             layout=self.layout,
-            pages=(req.page_from, req.page_to) if place is None else place[1:],
+            pages=(req.page_from, req.page_to) if place is None else (place.first, place.last),
+            caption=place.label if place is not None else "",
             following=self.following,
             table_rest=self.table_rest,
             unit_of=self.unit_of,
