@@ -7,6 +7,7 @@ from typing import Any
 
 import pymupdf
 
+from ocr_engine.drawn_figures import drawn_figure_boxes
 from ocr_engine.engine import TEXT_LAYER_ROUTE, PageWindow, read_each, read_page
 from ocr_engine.geometry import Box, area, centre_inside, iou, rounded, union
 from ocr_engine.layout import (
@@ -48,8 +49,9 @@ ENGINE_NAME = "pymupdf"
 # first row of figures are its header rows; 2: so is a row of years under a spanning heading;
 # 3: a stub heading starts where the labels do and goes on no sentence; 4: a heading in the top
 # margin band under the running header heads; 5: a line going on in bold, in lower case, is no
-# heading but the rest of the sentence above it; 6: one opening with a bracket does not go on.
-TEXT_LAYER_VERSION = "6"
+# heading but the rest of the sentence above it; 6: one opening with a bracket does not go on;
+# 7: a chart drawn as paths, its labels as outlines, is a figure (`drawn_figures`).
+TEXT_LAYER_VERSION = "7"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there
@@ -66,8 +68,8 @@ def _with_headings(tables: list[FoundTable], words: list[Word]) -> list[FoundTab
 
 def raster_regions(page: pymupdf.Page, text_page: Page, limit: int) -> list[Block]:
     """The figure blocks of `text_page` (the text layer's reading of `page`) worth reading by
-    OCR, largest first, at most `limit`: raster images big on the page and in pixels, over which
-    the text layer has no text of its own."""
+    OCR, largest first, at most `limit`: raster images big on the page and in pixels, and
+    figures drawn as paths, over which the text layer has no text of its own."""
     frame = PageFrame(page)
     page_area = frame.rect.width * frame.rect.height
     images = [(frame.box(info["bbox"]), info) for info in page.get_image_info()]
@@ -81,7 +83,8 @@ def raster_regions(page: pymupdf.Page, text_page: Page, limit: int) -> list[Bloc
             for box, info in images
             if iou(box, block.bbox) >= 0.9
         ]
-        if not any(min(size) >= FIGURE_MIN_PIXELS for size in sizes):
+        drawn = not any(iou(box, block.bbox) > 0.1 for box, _ in images)  # `drawn_figures`
+        if not drawn and not any(min(size) >= FIGURE_MIN_PIXELS for size in sizes):
             continue
         inside = sum(len(ln.text.strip()) for ln in lines if centre_inside(ln.bbox, block.bbox, 0))
         if inside <= FIGURE_MAX_TEXT:
@@ -183,6 +186,10 @@ class PyMuPDFEngine:
         for box in images:
             if not any(centre_inside(box, t.bbox) for t in tables):
                 laid.append(LayoutBlock(BlockType.figure, box=box))
+        texts = [(line.bbox, line.text) for raw in raw_blocks for line in raw.lines]
+        found = [*images, *(t.bbox for t in tables)]
+        for box in drawn_figure_boxes(drawings, frame, texts, found):
+            laid.append(LayoutBlock(BlockType.figure, box=box))
         ordered = reading_order(laid)
         demote_heading_runs(ordered)
         demote_subtitles(ordered)

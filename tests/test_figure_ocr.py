@@ -239,3 +239,50 @@ def test_a_dead_endpoint_leaves_the_figure_to_the_cpu_engine() -> None:
     assert "Tundra" in [line.text for line in chart.lines]
     (error,) = page.errors
     assert error.code == "figure_ocr_failed" and "(vllm)" in error.message
+
+
+def _outlined_chart() -> pymupdf.Document:
+    """A bar chart drawn as paths with its title and labels set as outlines, no text layer (as
+    Pew Research draws its charts): a page drawn, then written to SVG with text as paths."""
+    src = pymupdf.open()
+    page = src.new_page(width=450, height=300)
+    page.draw_line((40, 240), (430, 240))
+    page.draw_line((40, 40), (40, 240))
+    for i, label in enumerate(LABELS):
+        x = 60 + i * 130
+        bar = pymupdf.Rect(x, 240 - 60 * (i + 1), x + 60, 240)
+        page.draw_rect(bar, color=None, fill=(0.15, 0.35, 0.8))
+        page.insert_text((x, 270), label, fontsize=20)
+    page.insert_text((60, 30), "Quarterly Widget Sales", fontsize=20)
+    svg = page.get_svg_image(text_as_path=True)
+    return pymupdf.open("pdf", pymupdf.open(stream=svg.encode(), filetype="svg").convert_to_pdf())
+
+
+def test_a_chart_drawn_with_outlined_labels_is_a_figure_read_by_ocr() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Annual review of the widget business", fontsize=16)
+    page.show_pdf_page(pymupdf.Rect(*CHART_BOX), _outlined_chart(), 0)
+    page.insert_text((72, 450), "Figure 1: Widget sales by region", fontsize=9)
+    assert "Tundra" not in page.get_text(), "the labels are outlines, not text"
+    data = doc.tobytes()
+    with pymupdf.open(stream=data, filetype="pdf") as pdf, PageReader(ExtractOptions()) as r:
+        read = r.read(pdf, data, "doc", [1])[0]
+    (chart,) = [b for b in read.blocks if b.type is BlockType.figure]
+    assert _inside(chart.bbox, CHART_BOX), chart.bbox
+    texts = [line.text for line in chart.lines]
+    assert "Tundra" in texts and "Quarterly Widget Sales" in texts
+    assert chart.engine is not None and chart.engine.name == "rapidocr"
+
+
+def test_a_ruled_table_or_a_frame_round_text_is_no_drawn_figure() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for row in range(6):
+        y = 150 + 30 * row
+        page.draw_line((72, y), (522, y))
+        page.insert_text((80, y + 20), f"Region {row}    {100 + row}    {200 + row}", fontsize=11)
+    page.draw_rect(pymupdf.Rect(60, 500, 540, 700))  # a frame round a paragraph
+    page.insert_text((80, 560), "A paragraph of body text set inside a box.", fontsize=11)
+    read = PyMuPDFEngine().extract_page(page)
+    assert not [b for b in read.blocks if b.type is BlockType.figure]
