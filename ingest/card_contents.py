@@ -1,7 +1,6 @@
 """A document's contents, read from every page as ingest streams them: its page count, the page
-numbers its running headers and footers print, the page of each numbered figure and table
-caption ("Figure 3:", "Fig. 3.", "Table 2") and the pages that hold figures and tables, for
-questions that name a page or a figure."""
+numbers its running headers and footers print, and the page of each numbered figure and table
+caption ("Figure 3:", "Fig. 3.", "Table 2"), for questions that name a page or a figure."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from collections import Counter
 from collections.abc import Iterable
 
 from ocr_engine.furniture import printed_number
-from ocr_engine.geometry import area
 from ocr_engine.schema import BlockType, Page
 from retrieval.doc_card import Contents, PrintedRun
 from retrieval.page_refs import caption_label
@@ -19,7 +17,6 @@ __all__ = ["ContentsReader"]
 
 _FURNITURE = (BlockType.page_header, BlockType.page_footer)
 _MIN_RUN = 2  # numbered pages that must agree on an offset: one stray number is a figure's
-_FIGURE = 0.03  # share of its page a figure covers at least (smaller ones are icons and logos)
 _EDGE = 0.08  # share of the page height at its top and bottom where page numbers are printed
 _NUMBERED = re.compile(r"^(\d{1,4})\s+[^\W\d]|[^\W\d][:.]?\s+(\d{1,4})$")
 
@@ -31,18 +28,11 @@ class ContentsReader:
         self.page_count = page_count
         self._numbers: dict[int, set[int]] = {}  # PDF page -> the numbers its edges print
         self._captions: dict[str, tuple[bool, int]] = {}  # label -> (set off, page)
-        self._figures: set[int] = set()
-        self._tables: set[int] = set()
 
     def feed(self, pages: Iterable[Page]) -> None:
         for page in pages:
             numbers = self._numbers.setdefault(page.number, set())
-            page_area = page.width * page.height
             for block in page.blocks:
-                if block.type is BlockType.table:
-                    self._tables.add(page.number)
-                elif block.type is BlockType.figure and area(block.bbox) >= _FIGURE * page_area:
-                    self._figures.add(page.number)
                 if block.type in _FURNITURE or _at_edge(block.bbox[1], block.bbox[3], page):
                     numbers |= _edge_numbers(block.text)
                 if block.type in (BlockType.caption, BlockType.text):
@@ -63,8 +53,6 @@ class ContentsReader:
             pages=max(self.page_count, max(self._numbers, default=0)),
             printed=self._runs(),
             captions={label: page for label, (_, page) in sorted(self._captions.items())},
-            figures=sorted(self._figures),
-            tables=sorted(self._tables),
         )
 
     def _runs(self) -> list[PrintedRun]:

@@ -99,8 +99,6 @@ class Contents(BaseModel):
         default_factory=dict,
         description='"figure 3", "table 2": the page whose caption opens with that label',
     )
-    figures: list[int] = Field(default_factory=list, description="pages that hold a figure")
-    tables: list[int] = Field(default_factory=list, description="pages that hold a table")
 
     def printed_page(self, number: int) -> int | None:
         """The PDF page that prints `number`: the first such page where several do (a filing's

@@ -6,7 +6,7 @@ headers or footers print them; a figure or table by the page of its caption)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from retrieval.doc_card import Contents
 
@@ -29,12 +29,6 @@ _NTH_PAGE = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+(?:[a-z]+\s+)?(?:page|slid
 _COVER = re.compile(r"\b(?:cover|front|title)\s+(?:page|slide)\b", re.I)
 _LABEL = re.compile(r"\b(fig(?:ure)?|table|chart)\s*\.?\s*(\d{1,3})\b", re.I)
 _KINDS = {"fig": "figure", "figure": "figure", "table": "table", "chart": "chart"}
-_PICTURE = r"figure|fig\.|picture|image|photo(?:graph)?|diagram|illustration|drawing|map|icon"
-_THINGS = (
-    (re.compile(rf"\b(?:{_PICTURE})s?\b", re.I), "figure"),
-    (re.compile(r"\b(?:chart|graph|plot)s?\b", re.I), "chart"),
-    (re.compile(r"\btables?\b", re.I), "table"),
-)
 _CAPTION = re.compile(
     r"^\s*(fig(?:ure)?|table|chart)\s*\.?\s*(\d{1,3})(?![\d.,–-]\d)\s*([.:|—–-])?", re.I
 )
@@ -55,25 +49,11 @@ def caption_label(text: str, *, caption: bool) -> tuple[str, bool] | None:
 @dataclass(frozen=True)
 class PageRef:
     """Pages as a document prints their numbers (`printed`, first and last), a page counted from
-    the front (`nth`; -1 is the last), or a figure or table by its caption's label; `thing` is
-    what the question asks about there ("figure", "chart", "table"; "" for anything)."""
+    the front (`nth`; -1 is the last), or a figure or table by its caption's label."""
 
     printed: tuple[int, int] | None = None
     nth: int = 0
     label: str = ""
-    thing: str = ""
-
-    def holds_thing(self, contents: Contents, pages: tuple[int, int]) -> bool:
-        """Whether those pages hold the kind of thing the question asks about there, as far as
-        the contents tell (a chart may be read as a figure or as a table)."""
-        if not self.thing or not contents.pages:
-            return True
-        held = {
-            "figure": contents.figures,
-            "table": contents.tables,
-            "chart": [*contents.figures, *contents.tables],
-        }[self.thing]
-        return any(pages[0] <= page <= pages[1] for page in held)
 
     def pages(self, contents: Contents) -> tuple[int, int] | None:
         """The first and last PDF page it names in a document of these contents; None where the
@@ -95,14 +75,6 @@ class PageRef:
 def page_ref(question: str) -> PageRef | None:
     """The place the question names, if any: a page by its number before one counted from the
     front, either before a figure or table (the figure "at page 17" is found by its page)."""
-    ref = _place(question)
-    if ref is None or ref.label:
-        return ref
-    thing = next((kind for pattern, kind in _THINGS if pattern.search(question)), "")
-    return replace(ref, thing=thing)
-
-
-def _place(question: str) -> PageRef | None:
     if match := _PAGES.search(question):
         first = int(match[1])
         last = int(match[2]) if match[2] else first

@@ -297,22 +297,21 @@ class Retriever:
         ref = page_ref(question)
         if ref is None:
             return [], None
-        # the documents that have such pages, in the search's order: first those whose pages
-        # hold what the question asks about there ("the figure at page 17"), then the others
-        candidates: list[tuple[bool, str, tuple[int, int]]] = []
-        for doc_id in dict.fromkeys(hit.chunk.doc_id for hit in found[:_AGREEMENT_WINDOW]):
+        seen: set[str] = set()
+        for hit in found[:_AGREEMENT_WINDOW]:
+            doc_id = hit.chunk.doc_id
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
             card = self.names.card(doc_id) if self.names is not None else None
-            contents = card.contents if card is not None else Contents()
-            pages = ref.pages(contents)
-            if pages is not None:
-                candidates.append((not ref.holds_thing(contents, pages), doc_id, pages))
-        candidates.sort(key=lambda c: c[0])
-        for _, doc_id, (first, last) in candidates:
+            pages = ref.pages(card.contents if card is not None else Contents())
+            if pages is None:
+                continue
             within = (flt or SearchFilter()).model_copy(
-                update={"doc_ids": [doc_id], "page_from": first, "page_to": last}
+                update={"doc_ids": [doc_id], "page_from": pages[0], "page_to": pages[1]}
             )
             if there := search(within):
-                return there, Place(doc_id, first, last, ref.label)
+                return there, Place(doc_id, *pages, ref.label)
         return [], None
 
     @staticmethod

@@ -12,13 +12,11 @@ import pytest
 
 from doubles.builders import one_line_chunk
 from doubles.fakes import HashEmbedder
-from ingest.card_contents import ContentsReader
 from ingest.cards import document_card
 from ingest.pipeline import FileStatus, IngestOptions
 from ocr_engine.extract import extract_document
 from ocr_engine.furniture import printed_number
 from ocr_engine.options import ExtractOptions, OcrMode
-from ocr_engine.schema import Block, BlockType, EngineInfo, Page
 from retrieval.doc_card import Contents, DocumentCard, PrintedRun
 from retrieval.doc_names import Named, NamedDocuments
 from retrieval.edge_store import EdgeStore
@@ -29,25 +27,13 @@ from server.services import Services, build_services
 from server.settings import Settings
 
 NEVER = ExtractOptions(ocr=OcrMode.never)
-ENGINE = EngineInfo(name="test")
 
 
 @pytest.mark.parametrize(
     ("question", "ref"),
     [
-        (
-            "What is the central component of the figure at page 17?",
-            PageRef(printed=(17, 17), thing="figure"),
-        ),
-        (
-            "How many figures are provided in Pages 51-53?",
-            PageRef(printed=(51, 53), thing="figure"),
-        ),
-        (
-            "Which signal is least frequent in the table at page 28?",
-            PageRef((28, 28), thing="table"),
-        ),
-        ("What does the chart on page 6 compare?", PageRef(printed=(6, 6), thing="chart")),
+        ("What is the central component of the figure at page 17?", PageRef(printed=(17, 17))),
+        ("How many figures are provided in Pages 51-53?", PageRef(printed=(51, 53))),
         ("What are the words in the first rectangle on page two?", PageRef(printed=(2, 2))),
         ("What date is mentioned on the second page?", PageRef(nth=2)),
         ("What is the Email address on the second cover page?", PageRef(nth=2)),
@@ -211,67 +197,3 @@ def test_the_place_is_sought_in_the_first_document_that_has_it(tmp_path: Path) -
     assert (ranked.hits[0].chunk.doc_id, ranked.hits[0].chunk.page) == (long, 9)
     assert ranked.place == Place(long, 9, 9)
     store.close()
-
-
-def test_a_page_that_holds_what_the_question_asks_about_is_preferred(tmp_path: Path) -> None:
-    text_only, pictured = "a" * 64, "b" * 64
-    chunks = [  # pages 8-10 of each: both among the search's first chunks
-        one_line_chunk(p, f"{text} ({'x' * p})", doc_id=doc_id, source=f"{doc_id[0]}.pdf")
-        for doc_id, text in (
-            (text_only, "Harbour cranes lift containers."),
-            (pictured, "Tugboats moor at the berths."),
-        )
-        for p in (8, 9, 10)
-    ]
-    embedder = HashEmbedder(dim=32)
-    store = EdgeStore(tmp_path / "index", embedder.dim)
-    store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
-    cards = {
-        text_only: Named("a.pdf", DocumentCard(contents=Contents(pages=12, tables=[9]))),
-        pictured: Named("b.pdf", DocumentCard(contents=Contents(pages=12, figures=[9]))),
-    }
-    retriever = Retriever(embedder, store, names=NamedDocuments(lambda: cards))
-    assert retriever.ranked("What do harbour cranes lift on page 9?", 3).place == Place(
-        text_only, 9, 9
-    ), "the words' document, which has a page 9"
-    pictured_place = Place(pictured, 9, 9)
-    assert retriever.ranked("What do the cranes lift in the picture on page 9?", 3).place == (
-        pictured_place
-    )
-    assert retriever.ranked("What do harbour cranes lift in the table on page 9?", 3).place == (
-        Place(text_only, 9, 9)
-    )
-    store.close()
-
-
-def test_the_contents_list_the_pages_with_figures_and_tables() -> None:
-    def block(kind: BlockType, box: tuple[float, float, float, float]) -> Block:
-        return Block(id="b", type=kind, bbox=box, text="")
-
-    pages = [
-        Page(
-            number=1,
-            width=600,
-            height=800,
-            engine=ENGINE,
-            blocks=[block(BlockType.figure, (0, 0, 20, 20))],
-        ),
-        Page(
-            number=2,
-            width=600,
-            height=800,
-            engine=ENGINE,
-            blocks=[block(BlockType.figure, (50, 50, 400, 300))],
-        ),
-        Page(
-            number=3,
-            width=600,
-            height=800,
-            engine=ENGINE,
-            blocks=[block(BlockType.table, (50, 50, 400, 300))],
-        ),
-    ]
-    reader = ContentsReader(3)
-    reader.feed(pages)
-    contents = reader.contents()
-    assert (contents.figures, contents.tables) == ([2], [3]), "a logo is no figure"
