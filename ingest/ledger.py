@@ -64,6 +64,7 @@ class Ledger(PathLedger):
         with self._lock:
             migrate(self._db, data_dir)
         self.tombstones = Tombstones(self.transaction, self._rows)
+        self._cards: dict[str, DocumentCard] = {}  # a card's stored JSON -> the card read from it
 
     @property
     def schema_version(self) -> int:
@@ -128,10 +129,16 @@ class Ledger(PathLedger):
         rows = self._rows(
             "SELECT doc_id, source, card FROM documents WHERE status IN ('ok', 'partial')"
         )
-        return {
-            doc_id: Named(source, DocumentCard.model_validate_json(card) if card else None)
-            for doc_id, source, card in rows
-        }
+        # every query asks (the names it may give): each stored card is read once, not each time
+        known, self._cards = self._cards, {}
+        named = {}
+        for doc_id, source, raw in rows:
+            card = None
+            if raw:
+                card = known.get(raw) or DocumentCard.model_validate_json(raw)
+                self._cards[raw] = card
+            named[doc_id] = Named(source, card)
+        return named
 
     def _documents(self, where: str, args: Sequence[Any]) -> list[DocumentRecord]:
         with self._lock:

@@ -199,3 +199,31 @@ def test_threads_share_one_ledger(tmp_path: Path) -> None:
     assert errors == []
     assert ledger.count(DocStatus.processing) == 200
     ledger.close()
+
+
+def test_each_stored_card_is_read_once_and_again_when_it_changes(tmp_path: Path) -> None:
+    from retrieval.doc_card import DocumentCard
+
+    ledger = Ledger(tmp_path)
+    ledger.add("d" * 64, "report.pdf", 10, uploaded=True)
+
+    def finish(title: str) -> None:
+        ledger.start("d" * 64)
+        ledger.finish(
+            "d" * 64,
+            DocStatus.ok,
+            pages=1,
+            chunks=1,
+            errors=[],
+            timings=Timings(),
+            versions=Versions(),
+            card=DocumentCard(title=title),
+        )
+
+    finish("First")
+    first, again = ledger.named()["d" * 64].card, ledger.named()["d" * 64].card
+    assert first is not None and first.title == "First" and again is first  # not parsed again
+    finish("Second")
+    changed = ledger.named()["d" * 64].card
+    assert changed is not None and changed.title == "Second"
+    ledger.close()
