@@ -22,7 +22,9 @@ _ORDINALS = {
     "last": -1,
     "final": -1,
 }
-_PAGES = re.compile(r"\bpages?\s+(\d{1,4})(?:\s*(?:-|–|to|through|and)\s*(\d{1,4}))?\b", re.I)
+_PAGES = re.compile(
+    r"\bpages?\s+(\d{1,4})(?:\s*(?:-|–|to|through|and)\s*(?:pages?\s+)?(\d{1,4}))?\b", re.I
+)
 _PAGE_WORD = re.compile(rf"\bpage\s+({'|'.join(_NUMBER_WORDS)})\b", re.I)
 _SLIDE = re.compile(r"\bslides?\s+(\d{1,4})\b", re.I)
 _NTH_PAGE = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+(?:[a-z]+\s+)?(?:page|slide)\b", re.I)

@@ -34,6 +34,7 @@ NEVER = ExtractOptions(ocr=OcrMode.never)
     [
         ("What is the central component of the figure at page 17?", PageRef(printed=(17, 17))),
         ("How many figures are provided in Pages 51-53?", PageRef(printed=(51, 53))),
+        ("How many figures are in this paper from Page 3 to Page 10?", PageRef(printed=(3, 10))),
         ("What are the words in the first rectangle on page two?", PageRef(printed=(2, 2))),
         ("What date is mentioned on the second page?", PageRef(nth=2)),
         ("What is the Email address on the second cover page?", PageRef(nth=2)),
