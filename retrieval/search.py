@@ -27,7 +27,7 @@ from retrieval.doc_names import NamedDocuments, NameMatch
 from retrieval.embedder import Embedder
 from retrieval.line_items import with_line_items
 from retrieval.page_layout import Layout
-from retrieval.page_refs import page_ref
+from retrieval.page_refs import caption_label, page_ref
 from retrieval.rerank import Reranker, RerankError, sigmoid
 from retrieval.schema import (
     Chunk,
@@ -82,6 +82,13 @@ class Ranked(NamedTuple):
     place: Place | None = None
     """Where the place the question names ("on page 17", "Figure 3") was found: its hits come
     first."""
+
+
+def _captions(chunk: Chunk, label: str) -> bool:
+    """Whether a line of the chunk opens a caption with that label ("figure 3")."""
+    text = chunk.text
+    found = (caption_label(text[ln.start : ln.end], caption=True) for ln in chunk.lines)
+    return any(f is not None and f[0] == label for f in found)
 
 
 def _name_terms(question: str, names: NameMatch | None) -> frozenset[str]:
@@ -311,6 +318,8 @@ class Retriever:
                 update={"doc_ids": [doc_id], "page_from": pages[0], "page_to": pages[1]}
             )
             if there := search(within):
+                if ref.label:  # the chunk holding the caption first: the figure is in it
+                    there.sort(key=lambda hit: not _captions(hit.chunk, ref.label))
                 return there, Place(doc_id, *pages, ref.label)
         return [], None
 

@@ -198,3 +198,25 @@ def test_the_place_is_sought_in_the_first_document_that_has_it(tmp_path: Path) -
     assert (ranked.hits[0].chunk.doc_id, ranked.hits[0].chunk.page) == (long, 9)
     assert ranked.place == Place(long, 9, 9)
     store.close()
+
+
+def test_the_chunk_holding_a_named_figures_caption_comes_first(tmp_path: Path) -> None:
+    doc_id = "c" * 64
+    prose = "What does Figure 3 show? Figure 3 shows the results; figure 3 again."
+    texts = [*(f"{prose} ({'x' * i})" for i in range(5)), "Figure 3: Comparison of methods."]
+    chunks = [
+        one_line_chunk(6, text, doc_id=doc_id, source="paper.pdf").model_copy(
+            update={"chunk_id": f"c{i:04d}"}
+        )
+        for i, text in enumerate(texts)
+    ]
+    embedder = HashEmbedder(dim=32)
+    store = EdgeStore(tmp_path / "index", embedder.dim)
+    store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+    contents = Contents(pages=9, captions={"figure 3": 6})
+    cards = {doc_id: Named("paper.pdf", DocumentCard(contents=contents))}
+    retriever = Retriever(embedder, store, names=NamedDocuments(lambda: cards))
+    assert retriever.search("What does the paper show?", 6)[0].chunk.text != texts[-1]
+    ranked = retriever.ranked("What does Figure 3 show?", 5)
+    assert ranked.hits[0].chunk.text == texts[-1], "the caption's chunk, not the best match"
+    store.close()
