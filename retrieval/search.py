@@ -272,6 +272,7 @@ class Retriever:
                 question, found, flt, lambda f: self.store.search(vector, fetch, f, text=text)
             )
         found = [hit for hit in found if hit.chunk.kind != CARD_KIND]  # routing, never a hit
+        there = [hit for hit in there if hit.chunk.kind != CARD_KIND]  # boxed on the first page
         failure = None
         if self.reranker is not None:
             try:

@@ -157,6 +157,7 @@ def services(tmp_path: Path) -> Iterator[Services]:
         ("What is on page 5?", 6),
         ("What does the last page say?", 6),
         ("What is given in Table 2?", 5),
+        ("What does the cover page say?", 1),
     ],
 )
 def test_a_named_place_is_searched_and_cited_there(
@@ -167,6 +168,7 @@ def test_a_named_place_is_searched_and_cited_there(
     services.retriever.min_support = 0.0  # the hashing embedder's similarities are noise
     response = services.retriever.query(QueryRequest(question=question))
     assert page in {region.page for region in response.hits[0].regions}, "a chunk may span pages"
+    assert all(hit.chunk_id != "card" for hit in response.hits), "a card point is never a hit"
     assert response.citations and response.citations[0].page == page
     if "Figure" in question:  # a figure the question names: its caption is cited first
         assert response.citations[0].quote.startswith("Figure 2:")
