@@ -40,7 +40,7 @@ from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
 from retrieval.page_layout import Layout, is_caption, is_title
-from retrieval.page_refs import caption_label
+from retrieval.page_refs import captions
 from retrieval.schema import TABLE_ROWS_KIND, BBox, Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
 
@@ -890,15 +890,10 @@ def _captioned_first(
     chosen: list[_Sentence], sentences: list[_Sentence], label: str, most: int
 ) -> list[_Sentence]:
     """The chosen sentences after the first that captions `label`, if any sentence does."""
-    caption = next((s for s in sentences if s.cell is None and _captions(s.text, label)), None)
+    caption = next((s for s in sentences if s.cell is None and captions(s.text, label)), None)
     if caption is None:
         return chosen
     return [caption, *(s for s in chosen if s is not caption)][:most]
-
-
-def _captions(text: str, label: str) -> bool:
-    found = caption_label(text, caption=True)
-    return found is not None and found[0] == label
 
 
 _BULLET = re.compile(r"^[•●▪◦‣∙■□➢➤-]\s+(?=\S)")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from retrieval.doc_card import Contents
 
-__all__ = ["PageRef", "caption_label", "page_ref"]
+__all__ = ["PageRef", "caption_label", "captions", "page_ref"]
 
 _WORDS = "one two three four five six seven eight nine ten eleven twelve"
 _NUMBER_WORDS = {w: n for n, w in enumerate(_WORDS.split(), 1)}
@@ -46,6 +46,12 @@ def caption_label(text: str, *, caption: bool) -> tuple[str, bool] | None:
     if not (caption or marked):
         return None
     return f"{_KINDS[match[1].lower()]} {int(match[2])}", marked
+
+
+def captions(text: str, label: str) -> bool:
+    """Whether the text opens a caption with that label ("figure 3")."""
+    found = caption_label(text, caption=True)
+    return found is not None and found[0] == label
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from retrieval.doc_names import NamedDocuments, NameMatch
 from retrieval.embedder import Embedder
 from retrieval.line_items import with_line_items
 from retrieval.page_layout import Layout
-from retrieval.page_refs import caption_label, page_ref
+from retrieval.page_refs import captions, page_ref
 from retrieval.rerank import Reranker, RerankError, sigmoid
 from retrieval.schema import (
     Chunk,
@@ -84,11 +84,9 @@ class Ranked(NamedTuple):
     first."""
 
 
-def _captions(chunk: Chunk, label: str) -> bool:
+def _holds_caption(chunk: Chunk, label: str) -> bool:
     """Whether a line of the chunk opens a caption with that label ("figure 3")."""
-    text = chunk.text
-    found = (caption_label(text[ln.start : ln.end], caption=True) for ln in chunk.lines)
-    return any(f is not None and f[0] == label for f in found)
+    return any(captions(chunk.text[ln.start : ln.end], label) for ln in chunk.lines)
 
 
 def _name_terms(question: str, names: NameMatch | None) -> frozenset[str]:
@@ -305,12 +303,7 @@ class Retriever:
         ref = page_ref(question)
         if ref is None:
             return [], None
-        seen: set[str] = set()
-        for hit in found[:_AGREEMENT_WINDOW]:
-            doc_id = hit.chunk.doc_id
-            if doc_id in seen:
-                continue
-            seen.add(doc_id)
+        for doc_id in dict.fromkeys(hit.chunk.doc_id for hit in found[:_AGREEMENT_WINDOW]):
             card = self.names.card(doc_id) if self.names is not None else None
             pages = ref.pages(card.contents if card is not None else Contents())
             if pages is None:
@@ -320,7 +313,7 @@ class Retriever:
             )
             if there := search(within):
                 if ref.label:  # the chunk holding the caption first: the figure is in it
-                    there.sort(key=lambda hit: not _captions(hit.chunk, ref.label))
+                    there.sort(key=lambda hit: not _holds_caption(hit.chunk, ref.label))
                 return there, Place(doc_id, *pages, ref.label)
         return [], None
 
