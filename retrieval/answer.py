@@ -896,7 +896,7 @@ def _captioned_first(
     return [caption, *(s for s in chosen if s is not caption)][:most]
 
 
-_BULLET = re.compile(r"^[•●▪◦‣∙■□➢➤-]\s+(?=\S)")
+_BULLET = re.compile(r"^[•●▪◦‣∙·■□➢➤-]\s+(?=\S)")
 
 
 def _spoken(sentence: _Sentence) -> str:

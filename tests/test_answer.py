@@ -454,6 +454,7 @@ def test_a_bullet_does_not_lead_the_answer_text_and_a_step_number_does() -> None
             (5, "1 Press the Up button to open the app list."),
             (5, "2 Touch Settings and then Blood pressure to start the measurement."),
             (5, "• Keep 10 minutes between two blood pressure measurements."),
+            (5, "· Not being quiet during the blood pressure measurement"),
         ],
         joiner="\n",
     )
@@ -462,5 +463,6 @@ def test_a_bullet_does_not_lead_the_answer_text_and_a_step_number_does() -> None
     )
     assert answer.text.startswith("2 Touch Settings and then Blood pressure to start")
     assert "• " not in answer.text and "Keep 10 minutes" in answer.text, answer.text
+    assert "· " not in answer.text, "a middle dot leads a list item too (Watch D's)"
     quoted = [c.quote for c in answer.citations]
     assert "• Keep 10 minutes between two blood pressure measurements." in quoted
