@@ -64,6 +64,9 @@ class _TitlesAlone:
     def column_heads(self, *args: Any) -> Any:
         return self.layout.column_heads(*args)
 
+    def heading(self, *args: Any) -> Any:
+        return self.layout.heading(*args)
+
 
 def _ask(retriever: Any, case: BoxCase, prior: float | None = None) -> tuple[Cited, float, str]:
     """The case asked as `POST /query` asks it: where it cites, seconds, the cited hit's rank."""

@@ -136,6 +136,7 @@ _MONTHS = frozenset(
     + stems("Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec")
 )
 _EDGES = frozenset(stems("end beginning"))  # which edge of a period: "Stores at End of Quarter"
+HEADING_LEAD = 0.05  # how much more like the question than any sentence a heading must be to lead
 RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
 PageRange = tuple[int | None, int | None]
@@ -205,6 +206,8 @@ class _Sentence:
     text: str
     terms: frozenset[str]
     cell: TableCellText | None = None
+    heading: BBox | None = None
+    """Where the section heading is that this candidate is (its chunk's text does not hold it)."""
 
 
 def _candidates(
@@ -530,9 +533,11 @@ def _in_context(chunk: Chunk, text: str) -> str:
 
 def answer_texts(chunk: Chunk) -> list[str]:
     """Every text an answer may embed for `chunk` (each candidate sentence and table cell, led by
-    its section heading), once: what ingest can embed ahead of the queries."""
+    its section heading, and the heading itself), once: what ingest can embed ahead of the
+    queries."""
     hit = [ScoredChunk(chunk=chunk, score=1.0)]
-    return list(dict.fromkeys(_in_context(chunk, s.text) for s in _candidates(hit)))
+    texts = [_in_context(chunk, s.text) for s in _candidates(hit)]
+    return list(dict.fromkeys([*texts, *chunk.section_path[-1:]]))
 
 
 def _writes(text: str, names: Sequence[str]) -> bool:
@@ -655,6 +660,8 @@ def _cite_sentence(
     span = (sentence.start, sentence.end)
     if sentence.cell is not None:
         return cite(n, hit, [span], located=_cell_evidence(hit.chunk, sentence.cell, options))
+    if sentence.heading is not None:
+        return cite(n, hit, [span], located=_headed(hit.chunk, sentence, options.layout))
     following = options.following
     if not sentence.text.endswith((":", "：")):
         titled = _titled(hit.chunk, sentence, options.layout)
@@ -868,13 +875,18 @@ def extractive_answer(
         prior = [1.0 / (1.0 + options.rank_prior * ranks[s.hit]) for s in sentences]
         scores = [v * m * p for v, m, p in zip(scores, meet, prior, strict=True)]
         chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
+    met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
+    lead = None
+    if support is not None and options.dense_pool >= 1 and not (chosen and id(chosen[0]) in met):
+        lead, support = _heading_lead(question, top, options, embedder, support)
     if support is not None and support < options.min_support:
         return Answer(None, [], support)
     if not chosen:  # no lexical support at all: the best hit's opening sentence
         chosen = sentences[:1]
+    if lead is not None:
+        chosen = [lead, *chosen][:max_sentences]
     if options.caption:
         chosen = _captioned_first(chosen, sentences, options.caption, max_sentences)
-    met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
     if (
         chosen[0].cell is not None and id(chosen[0]) in met
     ):  # the cell asked for, not its row's others
@@ -884,6 +896,72 @@ def extractive_answer(
     text = " ".join(f"{_spoken(s)} [{n}]" for n, s in enumerate(chosen, 1))
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
     return Answer(text, citations, support)
+
+
+def _heading_lead(
+    question: str,
+    hits: Sequence[ScoredChunk],
+    options: AnswerOptions,
+    embedder: Embedder | None,
+    support: float,
+) -> tuple[_Sentence | None, float]:
+    """The section heading over a hit's chunk that is more like the question than the best
+    sentence (`support`) by `HEADING_LEAD`, if any, and the best similarity of either: a question
+    of a section as a whole ("How many button functions are there during a workout?") is
+    answered by its heading and what it heads, which no one sentence under it says. A heading
+    leads only with a word of the question other than the names of its documents, on the pages
+    the options hold the answer to, and where the layout finds it on the page of its chunk's
+    first line, above it (a chunk that starts under its heading)."""
+    if options.layout is None or embedder is None:
+        return None, support
+    wanted = set(stems(question)) - options.name_terms
+    found = [h for h in _headings(hits, options.pages) if h.terms & wanted]
+    if not found:
+        return None, support
+    asked = embedder.embed_query(with_line_items(question))
+    similarity = embedder.embed_documents([h.text for h in found]) @ asked
+    for i in sorted(range(len(found)), key=lambda i: -similarity[i]):
+        if similarity[i] <= support + HEADING_LEAD:
+            break
+        chunk = hits[found[i].hit].chunk
+        first = chunk.lines[0]
+        box = options.layout.heading(chunk.doc_id, first.page, found[i].text, first.bbox[1])
+        if box is not None:
+            return replace(found[i], heading=box), float(similarity[i])
+    return None, support
+
+
+def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> list[_Sentence]:
+    """The section headings of the hits' chunks, once each (by document, page of the chunk's
+    first line, and words), with a page range those whose chunk starts on one of its pages."""
+    low, high = pages
+    found: dict[tuple[str, int, str], _Sentence] = {}
+    for index, hit in enumerate(hits):
+        chunk = hit.chunk
+        if not chunk.section_path or not chunk.lines:
+            continue
+        text, page = chunk.section_path[-1], chunk.lines[0].page
+        key = (chunk.doc_id, page, text)
+        if key not in found and (low or page) <= page <= (high or page):
+            found[key] = _Sentence(index, 0, 0, text, frozenset(stems(text)))
+    return list(found.values())
+
+
+def _headed(chunk: Chunk, sentence: _Sentence, layout: Layout | None) -> tuple[Evidence, str]:
+    """A section heading's evidence together with what it heads: the figure or table under it
+    (as for a title), else the chunk's first lines in their column; quoted as heading and
+    lines."""
+    assert sentence.heading is not None
+    first = chunk.lines[0]
+    page = first.page
+    box = sentence.heading
+    own = Evidence(page, box, [Region(page=page, bbox=box)], [box])
+    named = layout.titled(chunk.doc_id, page, sentence.heading, False) if layout else None
+    if named is not None:
+        after = Evidence(page, named, [Region(page=page, bbox=named)], [named])
+        return own.followed_by(after), sentence.text
+    where, quote_text = _located(chunk, [(first.start, _column_end(chunk, first.start, first.end))])
+    return own.followed_by(where), f"{sentence.text} — {quote_text}"
 
 
 def _captioned_first(

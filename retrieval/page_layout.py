@@ -1,5 +1,5 @@
-"""What a page's layout in the document JSON adds to a citation: the box of a table cell, and the
-figure or table that a cited title or caption names.
+"""What a page's layout in the document JSON adds to a citation: the box of a table cell, the
+figure or table that a cited title or caption names, and where a chunk's section heading is.
 
 A title (a block of its own, short and without a closing mark) names the figure or table right
 below it in its column: the nearest one whose top lies within `TITLE_GAP` points of the title's
@@ -58,6 +58,8 @@ class Layout(Protocol):
 
     def column_heads(self, chunk: Chunk, line: ChunkLine) -> BBox | None: ...
 
+    def heading(self, doc_id: str, page: int, text: str, above: float) -> BBox | None: ...
+
 
 _Content = tuple[Box, list[tuple[Box, int]]]
 
@@ -72,6 +74,8 @@ class _PageBlocks:
     """Boxes of the page's other blocks (running headers and footers left out), and their words."""
     heads: list[tuple[Box, Box]]
     """Each table's box, and the box of the column headings atop it (`_heads`)."""
+    headings: list[tuple[Box, str]]
+    """Boxes of the page's titles and section headings, with their words (`_said`)."""
 
 
 def _page_blocks(page: Page) -> _PageBlocks:
@@ -90,7 +94,17 @@ def _page_blocks(page: Page) -> _PageBlocks:
         for block in page.blocks
         if block.type is BlockType.table and (head := _heads(block)) is not None
     ]
-    return _PageBlocks(cells, contents, texts, heads)
+    headings = [
+        (block.bbox, _said(block.text))
+        for block in page.blocks
+        if block.type in (BlockType.title, BlockType.section_header)
+    ]
+    return _PageBlocks(cells, contents, texts, heads, headings)
+
+
+def _said(text: str) -> str:
+    """The words of a text, in lower case, one space apart."""
+    return " ".join(text.split()).lower()
 
 
 def _heads(table: Block) -> Box | None:
@@ -176,6 +190,14 @@ class PageLayouts:
             if across and table[1] - 1 <= middle <= table[3] + 1 and head[3] <= line.bbox[1] + 1:
                 return head
         return None
+
+    def heading(self, doc_id: str, page: int, text: str, above: float) -> BBox | None:
+        """The box of a title or section heading on `page` that says `text` and starts above
+        `above` (the top of the first line it heads); None when the page has none."""
+        layout = self._page(doc_id, page)
+        said = _said(text)
+        found = [box for box, words in layout.headings if words == said] if layout else []
+        return max((b for b in found if b[1] < above + 1), key=lambda b: b[1], default=None)
 
     def titled(self, doc_id: str, page: int, title: BBox, caption: bool) -> BBox | None:
         """The box of the figure or table that the title (or `caption`) at `title` names on

@@ -1,0 +1,108 @@
+"""A question of a section as a whole is answered by the section's heading, cited with what it
+heads, when the heading is more like the question than any sentence under it; otherwise the
+sentence that answers leads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ingest.chunker import chunk_document
+from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
+from retrieval.answer import Answer, AnswerOptions, answer_texts, extractive_answer
+from retrieval.embedder import Embedder
+from retrieval.page_layout import PageLayouts
+from retrieval.schema import ScoredChunk
+
+Box = tuple[float, float, float, float]
+HEADING = "Button functions during a workout"
+HEADING_BOX: Box = (57.0, 100.0, 300.0, 114.0)
+STEPS = [
+    "Press the Up button to pause or resume the workout.",
+    "Press the Down button to switch between the workout screens.",
+    "Press and hold the Up button to end the workout.",
+]
+STEPS_BOX: Box = (57.0, 120.0, 400.0, 174.0)
+CHARGING = [
+    "Connect the charging cradle to a power adapter before you charge the watch.",
+    "The battery charges fully in about two hours.",
+]
+
+
+def _block(index: int, kind: BlockType, box: Box, lines: list[str]) -> Block:
+    height = (box[3] - box[1]) / len(lines)
+    return Block(
+        id=f"p1-b{index}",
+        type=kind,
+        bbox=box,
+        text="\n".join(lines),
+        lines=[
+            Line(text=text, bbox=(box[0], box[1] + i * height, box[2], box[1] + (i + 1) * height))
+            for i, text in enumerate(lines)
+        ],
+    )
+
+
+def _document() -> Document:
+    blocks = [
+        _block(0, BlockType.section_header, HEADING_BOX, [HEADING]),
+        _block(1, BlockType.text, STEPS_BOX, STEPS),
+        _block(2, BlockType.section_header, (57.0, 300.0, 300.0, 314.0), ["Charging the watch"]),
+        _block(3, BlockType.text, (57.0, 320.0, 500.0, 350.0), CHARGING),
+    ]
+    page = Page(number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=blocks)
+    return Document(doc_id="e" * 64, source="watch.pdf", page_count=1, pages=[page])
+
+
+DOCUMENT = _document()
+OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    from retrieval.embedder import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+def _answer(question: str, embedder: Embedder, options: AnswerOptions = OPTIONS) -> Answer:
+    chunks = chunk_document(DOCUMENT, count_tokens=lambda t: len(t.split()))
+    hits = [ScoredChunk(chunk=c, score=1.0) for c in chunks]
+    return extractive_answer(question, hits, embedder=embedder, options=options)
+
+
+def test_a_question_of_a_whole_section_is_answered_by_its_heading_and_what_it_heads(
+    embedder: Embedder,
+) -> None:
+    answer = _answer("How many button functions are there during a workout?", embedder)
+    first = answer.citations[0]
+    assert answer.text is not None and answer.text.startswith(f"{HEADING} [1]")
+    assert first.quote.startswith(f"{HEADING} — {STEPS[0]}")
+    assert first.bbox == (57.0, 100.0, 400.0, 174.0)  # the heading and the steps under it
+    drawn = first.highlight_url.split("highlight=")[1].split(";")
+    assert drawn == ["57.0,100.0,300.0,114.0", "57.0,120.0,400.0,174.0"]  # heading, then steps
+
+
+def test_a_sentence_that_answers_leads_over_its_sections_heading(embedder: Embedder) -> None:
+    answer = _answer("How long does the battery take to charge fully?", embedder)
+    assert answer.citations[0].quote == CHARGING[1]
+
+
+def test_without_the_page_layout_no_heading_is_cited(embedder: Embedder) -> None:
+    answer = _answer(
+        "How many button functions are there during a workout?", embedder, AnswerOptions()
+    )
+    assert all(not c.quote.startswith(HEADING) for c in answer.citations)
+
+
+def test_a_heading_off_the_pages_asked_about_is_not_cited(embedder: Embedder) -> None:
+    options = replace(OPTIONS, pages=(2, 3))  # a page range the chunks do not reach
+    answer = _answer("How many button functions are there during a workout?", embedder, options)
+    assert all(not c.quote.startswith(HEADING) for c in answer.citations)
+
+
+def test_a_chunks_heading_is_among_the_texts_embedded_ahead() -> None:
+    chunks = chunk_document(DOCUMENT, count_tokens=lambda t: len(t.split()))
+    under = next(c for c in chunks if c.section_path[-1:] == [HEADING])
+    assert HEADING in answer_texts(under)
