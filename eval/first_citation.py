@@ -9,9 +9,11 @@ first unless another is much better supported: `RANK_PRIOR`), `local, no rank pr
 re-ranked hits, the answer drawn as without a re-ranker), two cheaper sentence scorers, and
 `off, rank prior` (no re-ranker, the answer's sentences weighed by their hit's rank as after
 one), `off, titles boxed alone` (a cited chart title or caption boxed without the figure or table it
-names: `retrieval.page_layout`). Besides the box table: page R@1 (a gold page is the first hit),
-where the first citation comes from, and the query time's p50 (the question's vector is cached
-across settings, so `off` is cheaper here than in a cold `/query`).
+names: `retrieval.page_layout`); with `--heading-leads`, `off` with other margins by which a
+section heading must be more like the question than any sentence to lead the answer
+(`retrieval.answer.HEADING_LEAD`; `inf`: never). Besides the box table: page R@1 (a gold page
+is the first hit), where the first citation comes from, and the query time's p50 (the
+question's vector is cached across settings, so `off` is cheaper here than in a cold `/query`).
 """
 
 from __future__ import annotations
@@ -68,7 +70,9 @@ class _TitlesAlone:
         return self.layout.heading(*args)
 
 
-def _ask(retriever: Any, case: BoxCase, prior: float | None = None) -> tuple[Cited, float, str]:
+def _ask(
+    retriever: Any, case: BoxCase, prior: float | None = None, lead: float | None = None
+) -> tuple[Cited, float, str]:
     """The case asked as `POST /query` asks it: where it cites, seconds, the cited hit's rank."""
     from retrieval.answer import extractive_answer
     from retrieval.schema import QueryRequest
@@ -80,6 +84,8 @@ def _ask(retriever: Any, case: BoxCase, prior: float | None = None) -> tuple[Cit
     options = retriever.answer_options(req, ranked)
     if prior is not None:  # else as the retriever sets it (RANK_PRIOR after a re-rank)
         options = replace(options, rank_prior=prior)
+    if lead is not None:  # else HEADING_LEAD
+        options = replace(options, heading_lead=lead)
     answer = extractive_answer(
         req.question, ranked.hits, embedder=retriever.embedder, options=options
     )
@@ -119,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
     parser.add_argument("--show", action="store_true", help="list the first citations that miss")
     parser.add_argument(
+        "--heading-leads",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also `off` with these margins for a section heading to lead (inf: no heading)",
+    )
+    parser.add_argument(
         "--with-image-only",
         action="store_true",
         help="the image-only documents' questions too (for an index built with --ocr auto)",
@@ -138,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     layout = retriever.layout
     rows = []
     notes = []
-    for setting in args.settings:
+    leads = {f"off, heading lead {v:g}": v for v in args.heading_leads}
+    for setting in [*args.settings, *leads]:
         retriever.reranker = None if setting.startswith("off") else cross
         retriever.rerank_candidates = args.candidates
         retriever.dense_sentences = {"off, terms alone": 0, "off, 4 sentences": 4}.get(
@@ -148,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         cited, times, ranks = [], [], Counter[str]()
         for case in cases:
             prior = {"local, no rank prior": 0.0, "off, rank prior": RANK_PRIOR}.get(setting)
-            one, seconds, rank = _ask(retriever, case, prior)
+            one, seconds, rank = _ask(retriever, case, prior, leads.get(setting))
             cited.append(one)
             if args.show:
                 _show(setting, case, one)

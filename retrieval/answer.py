@@ -39,7 +39,7 @@ from retrieval.cells import (
 from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
-from retrieval.page_layout import Layout, is_caption, is_title
+from retrieval.page_layout import TITLE_GAP, Layout, is_caption, is_title
 from retrieval.page_refs import captions
 from retrieval.schema import TABLE_ROWS_KIND, BBox, Chunk, Citation, Region, ScoredChunk, Support
 from retrieval.text_terms import sentence_spans, stems, terms
@@ -168,7 +168,9 @@ class AnswerOptions:
     unit a table's neighbours state (`table_unit`, a store lookup), for a cited cell whose own
     lines name none; `caption` is the label of a figure or table the question names ("figure
     3"): a sentence of the hits that captions it is cited first (with what it captions, as any
-    caption), since what the question asks is in that figure or table."""
+    caption), since what the question asks is in that figure or table; a section heading over a
+    hit's chunk leads the answer when it is more like the question than the best sentence by
+    `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -184,6 +186,7 @@ class AnswerOptions:
     subjects: tuple[str, ...] = ()
     unit_of: Callable[[Chunk], str] | None = None
     caption: str = ""
+    heading_lead: float = HEADING_LEAD
 
 
 class Answer(NamedTuple):
@@ -906,12 +909,12 @@ def _heading_lead(
     support: float,
 ) -> tuple[_Sentence | None, float]:
     """The section heading over a hit's chunk that is more like the question than the best
-    sentence (`support`) by `HEADING_LEAD`, if any, and the best similarity of either: a question
-    of a section as a whole ("How many button functions are there during a workout?") is
-    answered by its heading and what it heads, which no one sentence under it says. A heading
+    sentence (`support`) by `options.heading_lead`, if any, and the best similarity of either: a
+    question of a section as a whole ("How many button functions are there during a workout?")
+    is answered by its heading and what it heads, which no one sentence under it says. A heading
     leads only with a word of the question other than the names of its documents, on the pages
     the options hold the answer to, and where the layout finds it on the page of its chunk's
-    first line, above it (a chunk that starts under its heading)."""
+    first line, above it, heading that chunk or a figure or table (`_opens`)."""
     if options.layout is None or embedder is None:
         return None, support
     wanted = set(stems(question)) - options.name_terms
@@ -921,14 +924,23 @@ def _heading_lead(
     asked = embedder.embed_query(with_line_items(question))
     similarity = embedder.embed_documents([h.text for h in found]) @ asked
     for i in sorted(range(len(found)), key=lambda i: -similarity[i]):
-        if similarity[i] <= support + HEADING_LEAD:
+        if similarity[i] <= support + options.heading_lead:
             break
         chunk = hits[found[i].hit].chunk
         first = chunk.lines[0]
         box = options.layout.heading(chunk.doc_id, first.page, found[i].text, first.bbox[1])
-        if box is not None:
+        if box is not None and _opens(chunk, box, options.layout):
             return replace(found[i], heading=box), float(similarity[i])
     return None, support
+
+
+def _opens(chunk: Chunk, heading: BBox, layout: Layout) -> bool:
+    """Whether the heading heads a figure or table, or the chunk starts right under it (not
+    the rest of a long section, further down its page)."""
+    first = chunk.lines[0]
+    if first.bbox[1] - heading[3] <= TITLE_GAP:
+        return True
+    return layout.titled(chunk.doc_id, first.page, heading, False) is not None
 
 
 def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> list[_Sentence]:
@@ -948,20 +960,22 @@ def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> l
 
 
 def _headed(chunk: Chunk, sentence: _Sentence, layout: Layout | None) -> tuple[Evidence, str]:
-    """A section heading's evidence together with what it heads: the figure or table under it
-    (as for a title), else the chunk's first lines in their column; quoted as heading and
-    lines."""
+    """A section heading's evidence: what it heads (the figure or table under it, as for a
+    title, else the chunk's first lines in their column), with the heading drawn too and shown
+    above it in the crop, as a cell's column headings are; quoted as heading and lines."""
     assert sentence.heading is not None
+    heading = sentence.heading
     first = chunk.lines[0]
     page = first.page
-    box = sentence.heading
-    own = Evidence(page, box, [Region(page=page, bbox=box)], [box])
-    named = layout.titled(chunk.doc_id, page, sentence.heading, False) if layout else None
+    named = layout.titled(chunk.doc_id, page, heading, False) if layout else None
     if named is not None:
-        after = Evidence(page, named, [Region(page=page, bbox=named)], [named])
-        return own.followed_by(after), sentence.text
-    where, quote_text = _located(chunk, [(first.start, _column_end(chunk, first.start, first.end))])
-    return own.followed_by(where), f"{sentence.text} — {quote_text}"
+        where = Evidence(page, named, [Region(page=page, bbox=named)], [named])
+        quote_text = sentence.text
+    else:
+        where, lines = _located(chunk, [(first.start, _column_end(chunk, first.start, first.end))])
+        quote_text = f"{sentence.text} — {lines}"
+    shown = _stacked([heading, where.bbox], heading[3] - heading[1])
+    return replace(where, highlight=[heading, *where.highlight], context=shown), quote_text
 
 
 def _captioned_first(

@@ -1,6 +1,6 @@
 """A question of a section as a whole is answered by the section's heading, cited with what it
-heads, when the heading is more like the question than any sentence under it; otherwise the
-sentence that answers leads."""
+heads (boxed, the heading drawn and shown above it in the crop), when the heading is more like the
+question than any sentence under it; otherwise the sentence that answers leads."""
 
 from __future__ import annotations
 
@@ -79,9 +79,10 @@ def test_a_question_of_a_whole_section_is_answered_by_its_heading_and_what_it_he
     first = answer.citations[0]
     assert answer.text is not None and answer.text.startswith(f"{HEADING} [1]")
     assert first.quote.startswith(f"{HEADING} — {STEPS[0]}")
-    assert first.bbox == (57.0, 100.0, 400.0, 174.0)  # the heading and the steps under it
+    assert first.bbox == STEPS_BOX  # the evidence is what the heading heads
     drawn = first.highlight_url.split("highlight=")[1].split(";")
     assert drawn == ["57.0,100.0,300.0,114.0", "57.0,120.0,400.0,174.0"]  # heading, then steps
+    assert "57.0,100.0,400.0,174.0" in first.crop_url  # the crop shows the heading above them
 
 
 def test_a_sentence_that_answers_leads_over_its_sections_heading(embedder: Embedder) -> None:
@@ -106,3 +107,24 @@ def test_a_chunks_heading_is_among_the_texts_embedded_ahead() -> None:
     chunks = chunk_document(DOCUMENT, count_tokens=lambda t: len(t.split()))
     under = next(c for c in chunks if c.section_path[-1:] == [HEADING])
     assert HEADING in answer_texts(under)
+
+
+def test_a_heading_far_above_a_chunk_that_goes_on_its_section_is_not_cited(
+    embedder: Embedder,
+) -> None:
+    chunks = chunk_document(DOCUMENT, count_tokens=lambda t: len(t.split()))
+    under = next(c for c in chunks if c.section_path[-1:] == [HEADING])
+    lower = [
+        line.model_copy(update={"bbox": (b[0], b[1] + 300, b[2], b[3] + 300)})
+        for line in under.lines
+        if (b := line.bbox)
+    ]  # the rest of a long section, far down the page under the same heading
+    rest = under.model_copy(update={"lines": lower})
+    question = "How many button functions are there during a workout?"
+    hits = [ScoredChunk(chunk=rest, score=1.0)]
+    answer = extractive_answer(question, hits, embedder=embedder, options=OPTIONS)
+    assert answer.citations and not answer.citations[0].quote.startswith(HEADING)
+    near = extractive_answer(
+        question, [ScoredChunk(chunk=under, score=1.0)], embedder=embedder, options=OPTIONS
+    )
+    assert near.citations[0].quote.startswith(HEADING)
