@@ -69,6 +69,9 @@ class _TitlesAlone:
     def heading(self, *args: Any) -> Any:
         return self.layout.heading(*args)
 
+    def headed(self, *args: Any) -> Any:
+        return self.layout.headed(*args)
+
 
 def _ask(
     retriever: Any, case: BoxCase, prior: float | None = None, lead: float | None = None

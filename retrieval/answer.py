@@ -42,7 +42,7 @@ from retrieval.line_items import measure_text, other_names, with_line_items
 from retrieval.page_layout import TITLE_GAP, Layout, is_caption, is_title
 from retrieval.page_refs import captions
 from retrieval.schema import TABLE_ROWS_KIND, BBox, Chunk, Citation, Region, ScoredChunk, Support
-from retrieval.text_terms import sentence_spans, stems, terms
+from retrieval.text_terms import said, sentence_spans, stems, terms
 
 if TYPE_CHECKING:
     from retrieval.embedder import Embedder
@@ -229,7 +229,7 @@ def _candidates(
                 continue
             if any(ln.start < end and ln.end > start for ln in rows):
                 continue
-            shown = " ".join(text[start:end].split())
+            shown = said(text[start:end])
             sentences.append(_Sentence(index, start, end, shown, frozenset(stems(shown))))
         for cell in table_cells(chunk) if rows else []:
             line = chunk.lines[cell.line]
@@ -641,7 +641,7 @@ def _located(chunk: Chunk, spans: Sequence[tuple[int, int]]) -> tuple[Evidence, 
     quote_text = ""
     previous_end: int | None = None
     for start, end in ordered:
-        shown = " ".join(chunk.text[start:end].split())
+        shown = said(chunk.text[start:end])
         if previous_end is not None:
             gap = chunk.text[previous_end:start] if start > previous_end else ""
             quote_text += " " if not gap.strip() else " … "
@@ -896,8 +896,12 @@ def extractive_answer(
         chosen = [s for s in chosen if s.cell is None or id(s) in met]
     if options.unit_of is not None:
         chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
-    text = " ".join(f"{_spoken(s)} [{n}]" for n, s in enumerate(chosen, 1))
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
+    spoken = [
+        c.quote if s.heading is not None else _spoken(s)
+        for s, c in zip(chosen, citations, strict=True)
+    ]  # a heading says what it heads
+    text = " ".join(f"{words} [{n}]" for n, words in enumerate(spoken, 1))
     return Answer(text, citations, support)
 
 
@@ -940,7 +944,7 @@ def _opens(chunk: Chunk, heading: BBox, layout: Layout) -> bool:
     first = chunk.lines[0]
     if first.bbox[1] - heading[3] <= TITLE_GAP:
         return True
-    return layout.titled(chunk.doc_id, first.page, heading, False) is not None
+    return layout.headed(chunk.doc_id, first.page, heading) is not None
 
 
 def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> list[_Sentence]:
@@ -960,14 +964,14 @@ def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> l
 
 
 def _headed(chunk: Chunk, sentence: _Sentence, layout: Layout | None) -> tuple[Evidence, str]:
-    """A section heading's evidence: what it heads (the figure or table under it, as for a
-    title, else the chunk's first lines in their column), with the heading drawn too and shown
+    """A section heading's evidence: what it heads (the figure or table under it, whole, else
+    the chunk's first lines in their column), with the heading drawn too and shown
     above it in the crop, as a cell's column headings are; quoted as heading and lines."""
     assert sentence.heading is not None
     heading = sentence.heading
     first = chunk.lines[0]
     page = first.page
-    named = layout.titled(chunk.doc_id, page, heading, False) if layout else None
+    named = layout.headed(chunk.doc_id, page, heading) if layout else None
     if named is not None:
         where = Evidence(page, named, [Region(page=page, bbox=named)], [named])
         quote_text = sentence.text

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from retrieval.schema import Chunk
+from retrieval.text_terms import said
 
 __all__ = [
     "TableCellText",
@@ -98,7 +99,7 @@ def is_table_row(text: str) -> bool:
 
 def _split(row: str) -> list[str]:
     body = row.strip()[1:-1]
-    return [" ".join(c.replace("\\|", "|").split()) for c in re.split(r"(?<!\\)\|", body)]
+    return [said(c.replace("\\|", "|")) for c in re.split(r"(?<!\\)\|", body)]
 
 
 def _headers(rows: list[list[str]], n_cols: int) -> list[str]:

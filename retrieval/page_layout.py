@@ -1,5 +1,6 @@
 """What a page's layout in the document JSON adds to a citation: the box of a table cell, the
-figure or table that a cited title or caption names, and where a chunk's section heading is.
+figure or table that a cited title or caption names, where a chunk's section heading is and the
+figure or table it heads.
 
 A title (a block of its own, short and without a closing mark) names the figure or table right
 below it in its column: the nearest one whose top lies within `TITLE_GAP` points of the title's
@@ -59,6 +60,8 @@ class Layout(Protocol):
     def column_heads(self, chunk: Chunk, line: ChunkLine) -> BBox | None: ...
 
     def heading(self, doc_id: str, page: int, text: str, above: float) -> BBox | None: ...
+
+    def headed(self, doc_id: str, page: int, heading: BBox) -> BBox | None: ...
 
 
 _Content = tuple[Box, list[tuple[Box, int]]]
@@ -198,6 +201,16 @@ class PageLayouts:
         said = _said(text)
         found = [box for box, words in layout.headings if words == said] if layout else []
         return max((b for b in found if b[1] < above + 1), key=lambda b: b[1], default=None)
+
+    def headed(self, doc_id: str, page: int, heading: BBox) -> BBox | None:
+        """The box of the figure or table right under a section heading on `page`, whole: a
+        heading heads all of it, where a chart's title may name only the part of a table under
+        it (`titled`); None when there is none."""
+        layout = self._page(doc_id, page)
+        if layout is None or not _stands_alone(layout, heading):
+            return None
+        found = _below(layout, heading, TITLE_GAP)
+        return found[0] if found is not None else None
 
     def titled(self, doc_id: str, page: int, title: BBox, caption: bool) -> BBox | None:
         """The box of the figure or table that the title (or `caption`) at `title` names on

@@ -12,8 +12,9 @@ from typing import Any
 
 from retrieval.sparse import CJK_SPACING
 
-__all__ = ["STOPWORDS", "sentence_spans", "stems", "terms"]
+__all__ = ["STOPWORDS", "said", "sentence_spans", "stems", "terms"]
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
 _ABBREVIATION_WORDS = """e.g i.e etc al fig figs no nos vs dr mr mrs ms prof eq eqs ref refs sec tab
 vol pp ca approx inc ltd corp co jan feb mar apr jun jul aug sep sept oct nov dec u.s"""
@@ -101,3 +102,9 @@ def _add_span(spans: list[tuple[int, int]], text: str, start: int, end: int) -> 
     if any(ch.isalnum() for ch in stripped):
         lead = len(piece) - len(piece.lstrip())
         spans.append((start + lead, start + lead + len(stripped)))
+
+
+def said(text: str) -> str:
+    """The text as an answer says and quotes it: its words one space apart, without control
+    characters (a glyph its PDF font maps to none: "Touch the pad \x99 The main menu")."""
+    return " ".join(_CONTROL.sub(" ", text).split())

@@ -466,3 +466,10 @@ def test_a_bullet_does_not_lead_the_answer_text_and_a_step_number_does() -> None
     assert "· " not in answer.text, "a middle dot leads a list item too (Watch D's)"
     quoted = [c.quote for c in answer.citations]
     assert "• Keep 10 minutes between two blood pressure measurements." in quoted
+
+
+def test_an_answer_says_and_quotes_no_control_character() -> None:
+    chunk = make_chunk("c0000", [(1, "Touch the Main menu pad \x99 The main menu is displayed.")])
+    answer = extractive_answer("Where is the main menu?", [ScoredChunk(chunk=chunk, score=1.0)])
+    assert answer.text is not None and "\x99" not in answer.text
+    assert answer.citations[0].quote == "Touch the Main menu pad The main menu is displayed."

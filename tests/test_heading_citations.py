@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from ingest.chunker import chunk_document
-from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
+from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
 from retrieval.answer import Answer, AnswerOptions, answer_texts, extractive_answer
 from retrieval.embedder import Embedder
 from retrieval.page_layout import PageLayouts
@@ -77,8 +77,8 @@ def test_a_question_of_a_whole_section_is_answered_by_its_heading_and_what_it_he
 ) -> None:
     answer = _answer("How many button functions are there during a workout?", embedder)
     first = answer.citations[0]
-    assert answer.text is not None and answer.text.startswith(f"{HEADING} [1]")
     assert first.quote.startswith(f"{HEADING} — {STEPS[0]}")
+    assert answer.text is not None and answer.text.startswith(f"{first.quote} [1]")  # says them
     assert first.bbox == STEPS_BOX  # the evidence is what the heading heads
     drawn = first.highlight_url.split("highlight=")[1].split(";")
     assert drawn == ["57.0,100.0,300.0,114.0", "57.0,120.0,400.0,174.0"]  # heading, then steps
@@ -128,3 +128,22 @@ def test_a_heading_far_above_a_chunk_that_goes_on_its_section_is_not_cited(
         question, [ScoredChunk(chunk=under, score=1.0)], embedder=embedder, options=OPTIONS
     )
     assert near.citations[0].quote.startswith(HEADING)
+
+
+def test_a_heading_heads_all_of_the_table_under_it_where_a_title_names_the_part_under_it() -> None:
+    heading: Box = (45.0, 442.0, 121.0, 458.0)
+    table: Box = (45.0, 461.0, 558.0, 602.0)
+    prose = "wakes up the voice assistant when the screen is on and the watch is unlocked"
+    cells = [
+        TableCell(row=r, col=c, text=text, bbox=(x0, 465.0 + 40 * r, x1, 495.0 + 40 * r))
+        for r in range(3)
+        for c, (x0, x1, text) in enumerate([(45.0, 120.0, "Press and hold"), (130.0, 550.0, prose)])
+    ]
+    blocks = [
+        _block(0, BlockType.section_header, heading, ["Down button"]),
+        Block(id="p1-b1", type=BlockType.table, bbox=table, text="| |", cells=cells),
+    ]
+    page = Page(number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=blocks)
+    layout = PageLayouts(lambda _doc_id, _n: page)
+    assert layout.headed("d", 1, heading) == table
+    assert layout.titled("d", 1, heading, False) == (45.0, 461.0, 125.0, 602.0)  # a chart's cut
