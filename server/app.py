@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from ingest.events import EventKind
+from ingest.records import DocStatus
 from ingest.watcher import FolderWatcher
 from ingest.worker import IngestWorker
 from server.deps import page_renderer
@@ -32,6 +33,13 @@ _INDEX_CHANGES = (EventKind.finished, EventKind.removed)  # what the sentence fi
 DOCS_ASSETS = "/static/docs"  # under /static/: open without the API key, as the web page is
 
 
+def _held(totals: dict[DocStatus, int]) -> str:
+    """A ledger's documents in words, by status: "4 documents (3 ok, 1 failed)"."""
+    count = sum(totals.values())
+    by_status = ", ".join(f"{n} {status.value}" for status, n in totals.items() if n)
+    return f"{count} document{'s' if count != 1 else ''}" + (f" ({by_status})" if by_status else "")
+
+
 def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     """The app over ready-made services; with `watch`, the configured folder is watched."""
     settings = services.settings
@@ -40,6 +48,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services.sync.recover()
+        log.info("the ledger holds %s", _held(services.ledger.status_totals()))
         unwatch = metrics.watch(services.events)
         worker = IngestWorker(services.sync)
         app.state.worker = worker
