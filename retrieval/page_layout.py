@@ -24,6 +24,7 @@ from typing import Protocol
 from ocr_engine.geometry import Box
 from ocr_engine.schema import Block, BlockType, Page, TableCell
 from retrieval.schema import BBox, Chunk, ChunkLine
+from retrieval.text_terms import said
 
 __all__ = ["BODY_WORDS", "TITLE_GAP", "Layout", "PageLayouts", "is_caption", "is_title"]
 
@@ -78,7 +79,7 @@ class _PageBlocks:
     heads: list[tuple[Box, Box]]
     """Each table's box, and the box of the column headings atop it (`_heads`)."""
     headings: list[tuple[Box, str]]
-    """Boxes of the page's titles and section headings, with their words (`_said`)."""
+    """Boxes of the page's titles and section headings, with their words in lower case."""
 
 
 def _page_blocks(page: Page) -> _PageBlocks:
@@ -98,16 +99,11 @@ def _page_blocks(page: Page) -> _PageBlocks:
         if block.type is BlockType.table and (head := _heads(block)) is not None
     ]
     headings = [
-        (block.bbox, _said(block.text))
+        (block.bbox, said(block.text).lower())
         for block in page.blocks
         if block.type in (BlockType.title, BlockType.section_header)
     ]
     return _PageBlocks(cells, contents, texts, heads, headings)
-
-
-def _said(text: str) -> str:
-    """The words of a text, in lower case, one space apart."""
-    return " ".join(text.split()).lower()
 
 
 def _heads(table: Block) -> Box | None:
@@ -198,8 +194,8 @@ class PageLayouts:
         """The box of a title or section heading on `page` that says `text` and starts above
         `above` (the top of the first line it heads); None when the page has none."""
         layout = self._page(doc_id, page)
-        said = _said(text)
-        found = [box for box, words in layout.headings if words == said] if layout else []
+        words = said(text).lower()
+        found = [box for box, written in layout.headings if written == words] if layout else []
         return max((b for b in found if b[1] < above + 1), key=lambda b: b[1], default=None)
 
     def headed(self, doc_id: str, page: int, heading: BBox) -> BBox | None:
