@@ -79,12 +79,12 @@ def _boxed(retriever: Any, cases: list[BoxCase], trial: str) -> tuple[int, int]:
             asked = without_answer_format(case.question)
         if trial in ("no answer format", "no answer format, answer"):
             answered = without_answer_format(case.question)
-        request = QueryRequest(question=asked)
+        hits = int(trial.split()[1]) if trial.startswith("hits ") else 0
+        request = QueryRequest(question=asked, top_k=max(5, hits))
         ranked = retriever.ranked(request.question, request.top_k)
         options = retriever.answer_options(request, ranked)
-        if trial.startswith("hits "):
-            options = replace(options, max_hits=int(trial.split()[1]))
-            ranked = retriever.ranked(request.question, max(5, options.max_hits))
+        if hits:
+            options = replace(options, max_hits=hits)
         answer = extractive_answer(
             answered, ranked.hits, embedder=retriever.embedder, options=options
         )
