@@ -27,11 +27,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from ocr_engine.geometry import union
+from ocr_engine.geometry import centre_inside, union
 from retrieval.cells import (
     TableCellText,
     is_table_row,
     periods,
+    row_words,
     stated_unit,
     table_cells,
     year_row_above,
@@ -898,11 +899,21 @@ def extractive_answer(
         chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
     spoken = [
-        c.quote if s.heading is not None else _spoken(s)
+        _heading_said(s, c.quote) if s.heading is not None else _spoken(s)
         for s, c in zip(chosen, citations, strict=True)
-    ]  # a heading says what it heads
+    ]
     text = " ".join(f"{words} [{n}]" for n, words in enumerate(spoken, 1))
     return Answer(text, citations, support)
+
+
+def _heading_said(heading: _Sentence, quote: str) -> str:
+    """What an answer led by a heading says: the heading and the first sentence of what it heads
+    (its citation quotes all of that)."""
+    rest = quote.removeprefix(f"{heading.text} — ")
+    if rest == quote:
+        return quote
+    first = next(iter(sentence_spans(rest)), None)
+    return f"{heading.text} — {rest[first[0] : first[1]]}" if first else quote
 
 
 def _heading_lead(
@@ -966,7 +977,8 @@ def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> l
 def _headed(chunk: Chunk, sentence: _Sentence, layout: Layout | None) -> tuple[Evidence, str]:
     """A section heading's evidence: what it heads (the figure or table under it, whole, else
     the chunk's first lines in their column), with the heading drawn too and shown
-    above it in the crop, as a cell's column headings are; quoted as heading and lines."""
+    above it in the crop, as a cell's column headings are; quoted as heading and lines (a
+    table's rows, a figure's heading alone)."""
     assert sentence.heading is not None
     heading = sentence.heading
     first = chunk.lines[0]
@@ -974,7 +986,15 @@ def _headed(chunk: Chunk, sentence: _Sentence, layout: Layout | None) -> tuple[E
     named = layout.headed(chunk.doc_id, page, heading) if layout else None
     if named is not None:
         where = Evidence(page, named, [Region(page=page, bbox=named)], [named])
-        quote_text = sentence.text
+        rows = [
+            row_words(text)
+            for ln in chunk.lines
+            if ln.page == page
+            and centre_inside(ln.bbox, named)
+            and is_table_row(text := chunk.text[ln.start : ln.end])
+        ]  # a table's rows are what it says; a figure's labels are read off its image
+        rows = [r for r in rows if r]
+        quote_text = f"{sentence.text} — {'; '.join(rows)}" if rows else sentence.text
     else:
         where, lines = _located(chunk, [(first.start, _column_end(chunk, first.start, first.end))])
         quote_text = f"{sentence.text} — {lines}"

@@ -31,6 +31,7 @@ __all__ = [
     "is_table_row",
     "is_year_row",
     "periods",
+    "row_words",
     "table_cells",
     "year_row_above",
 ]
@@ -95,6 +96,12 @@ def is_table_row(text: str) -> bool:
     """Whether a line is a markdown table row."""
     stripped = text.strip()
     return len(stripped) > 1 and stripped.startswith("|") and stripped.endswith("|")
+
+
+def row_words(row: str) -> str:
+    """A table row's words as a quote says them: its cells that hold any, "; " apart ("" for the
+    rule under a header)."""
+    return "; ".join(c for c in _split(row) if c and not _SEPARATOR.match(c))
 
 
 def _split(row: str) -> list[str]:

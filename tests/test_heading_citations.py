@@ -77,8 +77,8 @@ def test_a_question_of_a_whole_section_is_answered_by_its_heading_and_what_it_he
 ) -> None:
     answer = _answer("How many button functions are there during a workout?", embedder)
     first = answer.citations[0]
-    assert first.quote.startswith(f"{HEADING} — {STEPS[0]}")
-    assert answer.text is not None and answer.text.startswith(f"{first.quote} [1]")  # says them
+    assert first.quote == f"{HEADING} — {' '.join(STEPS)}"
+    assert answer.text is not None and answer.text.startswith(f"{HEADING} — {STEPS[0]} [1]")
     assert first.bbox == STEPS_BOX  # the evidence is what the heading heads
     drawn = first.highlight_url.split("highlight=")[1].split(";")
     assert drawn == ["57.0,100.0,300.0,114.0", "57.0,120.0,400.0,174.0"]  # heading, then steps
@@ -147,3 +147,43 @@ def test_a_heading_heads_all_of_the_table_under_it_where_a_title_names_the_part_
     layout = PageLayouts(lambda _doc_id, _n: page)
     assert layout.headed("d", 1, heading) == table
     assert layout.titled("d", 1, heading, False) == (45.0, 461.0, 125.0, 602.0)  # a chart's cut
+
+
+def test_a_heading_over_a_table_quotes_its_rows(embedder: Embedder) -> None:
+    heading: Box = (57.0, 100.0, 300.0, 114.0)
+    rows = ["| Operation | Function |", "| --- | --- |"]
+    rows += [
+        "| Press the Up button | Pause the workout |",
+        "| Press the Down button | Switch screens |",
+    ]
+    table = Block(
+        id="p1-b1",
+        type=BlockType.table,
+        bbox=(57.0, 120.0, 500.0, 200.0),
+        text="\n".join(rows),
+        lines=[
+            Line(text=row, bbox=(57.0, 120.0 + 20 * i, 500.0, 140.0 + 20 * i))
+            for i, row in enumerate(rows)
+        ],
+    )
+    blocks = [
+        _block(0, BlockType.section_header, heading, [HEADING]),
+        table,
+        *DOCUMENT.pages[0].blocks[2:],  # the charging section: sentences to weigh the heading by
+    ]
+    page = Page(number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=blocks)
+    document = Document(doc_id="d" * 64, source="t.pdf", page_count=1, pages=[page])
+    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()))
+    options = AnswerOptions(layout=PageLayouts(lambda _doc_id, _n: page))
+    answer = extractive_answer(
+        "How many button functions are there during a workout?",
+        [ScoredChunk(chunk=c, score=1.0) for c in chunks],
+        embedder=embedder,
+        options=options,
+    )
+    first = answer.citations[0]
+    assert first.bbox == (57.0, 120.0, 500.0, 200.0)
+    assert first.quote == (
+        f"{HEADING} — Operation; Function; Press the Up button; Pause the workout; "
+        "Press the Down button; Switch screens"
+    )
