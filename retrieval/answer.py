@@ -37,6 +37,7 @@ from retrieval.cells import (
     table_cells,
     year_row_above,
 )
+from retrieval.compare import asked_extreme, parallel, signed_change
 from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
@@ -53,6 +54,7 @@ __all__ = [
     "FOLLOW_AHEAD",
     "MIN_SUPPORT",
     "RANK_PRIOR",
+    "SIBLING_REACH",
     "TABLE_REACH",
     "Answer",
     "AnswerOptions",
@@ -94,6 +96,7 @@ _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows 
 _DENSE_KEEP = 0.8
 FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
 TABLE_REACH = 4  # row-group chunks of a table on either side of a hit that its answer reads
+SIBLING_REACH = 8  # chunks on either side of an answer's chunk whose sections it is compared with
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 _ORDINAL = re.compile(r"\d+$")
 _PARENTHESES = re.compile(r"\([^()]*\)")
@@ -171,7 +174,9 @@ class AnswerOptions:
     3"): a sentence of the hits that captions it is cited first (with what it captions, as any
     caption), since what the question asks is in that figure or table; a section heading over a
     hit's chunk leads the answer when it is more like the question than the best sentence by
-    `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md)."""
+    `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md); `around` gives the chunks
+    around a chunk in its document (a store lookup), whose sibling sections a superlative
+    question compares (`_compared`)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -188,6 +193,7 @@ class AnswerOptions:
     unit_of: Callable[[Chunk], str] | None = None
     caption: str = ""
     heading_lead: float = HEADING_LEAD
+    around: Callable[[Chunk], Sequence[Chunk]] | None = None
 
 
 class Answer(NamedTuple):
@@ -212,6 +218,8 @@ class _Sentence:
     cell: TableCellText | None = None
     heading: BBox | None = None
     """Where the section heading is that this candidate is (its chunk's text does not hold it)."""
+    compared: str = ""
+    """The heading of its section, said before it, when it was chosen among parallel sections."""
 
 
 def _candidates(
@@ -895,15 +903,82 @@ def extractive_answer(
         chosen[0].cell is not None and id(chosen[0]) in met
     ):  # the cell asked for, not its row's others
         chosen = [s for s in chosen if s.cell is None or id(s) in met]
+    chosen, top = _compared(question, chosen, sentences, top, options.around)
     if options.unit_of is not None:
         chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
-    spoken = [
-        _heading_said(s, c.quote) if s.heading is not None else _spoken(s)
-        for s, c in zip(chosen, citations, strict=True)
-    ]
+    spoken = [_said(s, c) for s, c in zip(chosen, citations, strict=True)]
     text = " ".join(f"{words} [{n}]" for n, words in enumerate(spoken, 1))
     return Answer(text, citations, support)
+
+
+def _said(sentence: _Sentence, citation: Citation) -> str:
+    """What the answer says for a chosen sentence (its citation quotes it)."""
+    words = (
+        _heading_said(sentence, citation.quote)
+        if sentence.heading is not None
+        else _spoken(sentence)
+    )
+    return f"{sentence.compared} — {words}" if sentence.compared else words
+
+
+def _compared(
+    question: str,
+    chosen: list[_Sentence],
+    sentences: list[_Sentence],
+    hits: list[ScoredChunk],
+    around: Callable[[Chunk], Sequence[Chunk]] | None,
+) -> tuple[list[_Sentence], list[ScoredChunk]]:
+    """For a question asking which of several things did best or worst (`asked_extreme`), the
+    chosen sentences led by the statement, among those parallel to the first (of the hits and
+    of its document's sibling sections around its chunk: same parent heading, another one), whose
+    stated change is the extreme asked for, each of the two said with its section's heading;
+    and the hits, with the chunk of that statement added when it is none of them."""
+    direction = asked_extreme(question)
+    first = chosen[0] if chosen else None
+    if not direction or first is None or first.cell is not None or first.heading is not None:
+        return chosen, hits
+    change = signed_change(first.text)
+    if change is None:
+        return chosen, hits
+    home = hits[first.hit].chunk
+    peers = [
+        s
+        for s in sentences
+        if s.cell is None and s.heading is None and hits[s.hit].chunk.doc_id == home.doc_id
+    ]
+    added: list[ScoredChunk] = []
+    seen = {(h.chunk.doc_id, h.chunk.chunk_id) for h in hits}
+    for chunk in around(home) if around is not None else ():
+        if (chunk.doc_id, chunk.chunk_id) in seen or not _sibling(chunk, home):
+            continue
+        added.append(ScoredChunk(chunk=chunk, score=hits[first.hit].score))
+        for start, end in sentence_spans(chunk.text):
+            text = said(chunk.text[start:end])
+            peers.append(_Sentence(len(hits) + len(added) - 1, start, end, text, frozenset()))
+    changes = [
+        (signed_change(s.text), s) for s in peers if s is not first and parallel(first.text, s.text)
+    ]
+    best, extreme = change, first
+    for value, peer in changes:
+        if value is not None and (value - best) * direction > 0:
+            best, extreme = value, peer
+    if extreme is first:
+        return chosen, hits
+    pool = [*hits, *added]
+    named = [replace(s, compared=_section(pool, s)) for s in (extreme, first)]
+    return [*named, *(s for s in chosen[1:] if s is not extreme)][: max(len(chosen), 2)], pool
+
+
+def _sibling(chunk: Chunk, home: Chunk) -> bool:
+    """Whether `chunk` lies in a sibling section of `home`'s: the same parent, another heading."""
+    path, own = chunk.section_path, home.section_path
+    return len(path) == len(own) >= 1 and path[:-1] == own[:-1] and path[-1] != own[-1]
+
+
+def _section(hits: Sequence[ScoredChunk], sentence: _Sentence) -> str:
+    path = hits[sentence.hit].chunk.section_path
+    return path[-1] if path else ""
 
 
 def _heading_said(heading: _Sentence, quote: str) -> str:

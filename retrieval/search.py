@@ -13,6 +13,7 @@ from retrieval.answer import (
     FOLLOW_AHEAD,
     MIN_SUPPORT,
     RANK_PRIOR,
+    SIBLING_REACH,
     TABLE_REACH,
     Answer,
     AnswerOptions,
@@ -349,6 +350,7 @@ class Retriever:
             caption=place.label if place is not None else "",
             following=self.following,
             table_rest=self.table_rest,
+            around=self.around,
             unit_of=self.unit_of,
             name_terms=_name_terms(req.question, names),
             card_of=self.names.card if self.names is not None else None,
@@ -367,6 +369,10 @@ class Retriever:
         """The other row groups of `chunk`'s table on its page, from the store."""
         nearby = self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, TABLE_REACH))
         return table_pieces(chunk, nearby)
+
+    def around(self, chunk: Chunk) -> list[Chunk]:
+        """The chunks around `chunk` in its document, from the store."""
+        return self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, SIBLING_REACH))
 
     def unit_of(self, chunk: Chunk) -> str:
         """The unit a table chunk's neighbours state (`table_unit`), from the store."""

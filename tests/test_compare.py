@@ -1,0 +1,113 @@
+"""A question asking which of several things did best or worst is answered by comparing the
+parallel statements of sibling sections, not by the first one the search found."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from doubles.builders import one_line_block, one_page_document
+from doubles.fakes import HashEmbedder
+from ingest.chunker import chunk_document
+from ocr_engine.schema import Block, BlockType
+from retrieval.answer import AnswerOptions, extractive_answer
+from retrieval.compare import asked_extreme, parallel, signed_change
+from retrieval.edge_store import EdgeStore
+from retrieval.schema import Chunk, QueryRequest, ScoredChunk
+from retrieval.search import Retriever
+
+REGIONS = {
+    "Las Vegas Strip Resorts": "$8.4 billion in the current year compared to $4.7 billion in the"
+    " prior year, an increase of 77%",
+    "Regional Operations": "$3.8 billion in the current year compared to $3.4 billion in the"
+    " prior year, an increase of 12%",
+    "MGM China": "$674 million in the current year compared to $1.2 billion in the prior year,"
+    " a decrease of 44%",
+}
+WORST = "Which region had the worst net revenues performance during 2022?"
+
+
+def test_the_question_names_the_extreme_it_asks_for() -> None:
+    assert asked_extreme(WORST) == -1
+    assert asked_extreme("Which product category performed the best in Q2?") == 1
+    assert asked_extreme("Which activity brought in the most (or lost the least) cash?") == 0
+    assert asked_extreme("What were the best net revenues ever?") == 0  # no "which"
+
+
+def test_a_statement_states_its_change_with_its_sign() -> None:
+    assert signed_change("Net revenues of $674 million ..., a decrease of 44%; and") == -44
+    assert signed_change("Sales in Safety were up 10.2 percent in U.S. dollars.") == Decimal("10.2")
+    assert signed_change("Net sales declined by 3.5% in 2022.") == Decimal("-3.5")
+    assert signed_change("Net revenues of $3.8 billion, 12% of the total.") is None
+
+
+def test_parallel_statements_open_alike_and_share_most_words() -> None:
+    vegas = f"• Net revenues of {REGIONS['Las Vegas Strip Resorts']};"
+    china = f"• Net revenues of {REGIONS['MGM China']}; and"
+    assert parallel(vegas, china)
+    assert not parallel(vegas, f"Consolidated net revenues of {REGIONS['MGM China']}")
+    assert not parallel(vegas, "Net revenues rose in every region but one, led by the Strip.")
+
+
+def _report() -> list[Chunk]:
+    """One page: a results section with a sub-section per region, each stating its revenues."""
+    blocks: list[Block] = [
+        one_line_block("p1-b0", BlockType.section_header, (72, 60, 400, 74), "Full Year Results")
+    ]
+    top = 90.0
+    for n, (region, change) in enumerate(REGIONS.items()):
+        box = (72, top, 300, top + 12)
+        heading = one_line_block(f"p1-h{n}", BlockType.section_header, box, region)
+        heading.level = 2
+        text = f"• Net revenues of {change}; and"
+        bullet = one_line_block(f"p1-t{n}", BlockType.text, (72, top + 16, 540, top + 28), text)
+        blocks += [heading, bullet]
+        top += 60
+    document = one_page_document(blocks, doc_id="m" * 64, source="earnings.pdf")
+    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()), max_tokens=64)
+    assert len(chunks) == len(REGIONS)
+    return chunks
+
+
+def _of(chunks: list[Chunk], region: str) -> Chunk:
+    return next(c for c in chunks if c.section_path[-1] == region)
+
+
+def test_the_worst_of_the_sibling_sections_is_cited_first() -> None:
+    chunks = _report()
+    hits = [ScoredChunk(chunk=_of(chunks, "Regional Operations"), score=0.9)]
+    options = AnswerOptions(around=lambda c: chunks)
+    answer = extractive_answer(WORST, hits, options=options)
+    assert answer.text is not None
+    assert answer.text.startswith("MGM China — Net revenues of $674 million")
+    assert "decrease of 44%" in answer.citations[0].quote
+    assert answer.citations[0].bbox[1] == 226  # the China bullet's line, not its heading
+    assert "Regional Operations — Net revenues of $3.8 billion" in answer.text  # what it beat
+
+    best = "Which region had the best net revenues performance during 2022?"
+    top = extractive_answer(best, hits, options=options)
+    assert top.text is not None and top.text.startswith("Las Vegas Strip Resorts — Net revenues")
+
+    asked = "What were net revenues of Regional Operations during 2022?"  # no comparison asked
+    plain = extractive_answer(asked, hits, options=options)
+    assert plain.text is not None and plain.text.startswith("Net revenues of $3.8 billion")
+    alone = extractive_answer(WORST, hits)  # nothing around the hit to compare it with
+    assert alone.text is not None and alone.text.startswith("Net revenues of $3.8 billion")
+
+
+def test_the_retriever_compares_the_sections_around_its_hit(tmp_path: Path) -> None:
+    chunks = _report()
+    embedder = HashEmbedder(dim=128)
+    store = EdgeStore(tmp_path / "edge", embedder.dim)
+    try:
+        store.upsert(chunks, embedder.embed_documents([c.embed_text for c in chunks]))
+        retriever = Retriever(embedder, store, min_support=0.0)  # hash vectors are barely alike
+        home = _of(chunks, "Regional Operations")
+        assert {c.chunk_id for c in retriever.around(home)} == {
+            c.chunk_id for c in chunks if c is not home
+        }
+        response = retriever.query(QueryRequest(question=WORST, top_k=1))
+        assert response.answer is not None and response.answer.startswith("MGM China — ")
+        assert "decrease of 44%" in response.citations[0].quote
+    finally:
+        store.close()
