@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_engine.geometry import centre_inside, union
@@ -37,7 +38,7 @@ from retrieval.cells import (
     table_cells,
     year_row_above,
 )
-from retrieval.compare import asked_extreme, parallel, signed_change
+from retrieval.compare import asked_extreme, cell_value, parallel, parallel_labels, signed_change
 from retrieval.doc_card import DocKind, DocumentCard
 from retrieval.evidence import Evidence, locate
 from retrieval.line_items import measure_text, other_names, with_line_items
@@ -930,23 +931,60 @@ def _compared(
     around: Callable[[Chunk], Sequence[Chunk]] | None,
 ) -> tuple[list[_Sentence], list[ScoredChunk]]:
     """For a question asking which of several things did best or worst (`asked_extreme`), the
-    chosen sentences led by the statement, among those parallel to the first (of the hits and
-    of its document's sibling sections around its chunk: same parent heading, another one), whose
-    stated change is the extreme asked for, each of the two said with its section's heading;
-    and the hits, with the chunk of that statement added when it is none of them."""
+    chosen sentences led by the extreme one among those parallel to the first (`_peers`), and
+    the hits, with the chunks of the sibling sections it read; a sentence chosen over the first
+    and the first are each said with its section's heading."""
     direction = asked_extreme(question)
     first = chosen[0] if chosen else None
-    if not direction or first is None or first.cell is not None or first.heading is not None:
+    if not direction or first is None or first.heading is not None:
         return chosen, hits
-    change = signed_change(first.text)
-    if change is None:
+    best = _compared_value(first)
+    if best is None:
         return chosen, hits
+    peers, pool = _peers(first, sentences, hits, around)
+    extreme = first
+    for peer in peers:
+        value = _compared_value(peer)
+        if value is not None and (value - best) * direction > 0:
+            best, extreme = value, peer
+    if extreme is first:
+        return chosen, hits
+    if first.cell is None:
+        extreme, first = (replace(s, compared=_section(pool, s)) for s in (extreme, first))
+    rest = [s for s in chosen[1:] if s is not extreme]
+    return [extreme, first, *rest][: max(len(chosen), 2)], pool
+
+
+def _compared_value(sentence: _Sentence) -> Decimal | None:
+    """What a parallel candidate is compared by: a cell's value, a sentence's stated change."""
+    if sentence.cell is not None:
+        return cell_value(sentence.cell.value)
+    return signed_change(sentence.text)
+
+
+def _peers(
+    first: _Sentence,
+    sentences: list[_Sentence],
+    hits: list[ScoredChunk],
+    around: Callable[[Chunk], Sequence[Chunk]] | None,
+) -> tuple[list[_Sentence], list[ScoredChunk]]:
+    """The candidates of `first`'s document parallel to it, and the hits with the chunks that
+    hold the ones no hit holds: for a cell, the cells of its column on its page whose row labels
+    are parallel to its own; for a sentence, the parallel sentences of the hits and of the
+    sibling sections around its chunk (same parent heading, another one)."""
     home = hits[first.hit].chunk
-    peers = [
-        s
-        for s in sentences
-        if s.cell is None and s.heading is None and hits[s.hit].chunk.doc_id == home.doc_id
-    ]
+    own = [s for s in sentences if s is not first and hits[s.hit].chunk.doc_id == home.doc_id]
+    cell = first.cell
+    if cell is not None:
+        return [
+            s
+            for s in own
+            if s.cell is not None
+            and s.cell.header == cell.header
+            and hits[s.hit].chunk.page == home.page
+            and parallel_labels(cell.label, s.cell.label)
+        ], hits
+    found = [s for s in own if s.cell is None and s.heading is None]
     added: list[ScoredChunk] = []
     seen = {(h.chunk.doc_id, h.chunk.chunk_id) for h in hits}
     for chunk in around(home) if around is not None else ():
@@ -955,19 +993,8 @@ def _compared(
         added.append(ScoredChunk(chunk=chunk, score=hits[first.hit].score))
         for start, end in sentence_spans(chunk.text):
             text = said(chunk.text[start:end])
-            peers.append(_Sentence(len(hits) + len(added) - 1, start, end, text, frozenset()))
-    changes = [
-        (signed_change(s.text), s) for s in peers if s is not first and parallel(first.text, s.text)
-    ]
-    best, extreme = change, first
-    for value, peer in changes:
-        if value is not None and (value - best) * direction > 0:
-            best, extreme = value, peer
-    if extreme is first:
-        return chosen, hits
-    pool = [*hits, *added]
-    named = [replace(s, compared=_section(pool, s)) for s in (extreme, first)]
-    return [*named, *(s for s in chosen[1:] if s is not extreme)][: max(len(chosen), 2)], pool
+            found.append(_Sentence(len(hits) + len(added) - 1, start, end, text, frozenset()))
+    return [s for s in found if parallel(first.text, s.text)], [*hits, *added]
 
 
 def _sibling(chunk: Chunk, home: Chunk) -> bool:

@@ -4,8 +4,10 @@ first region's statement the search found.
 
 Parallel statements are sentences written to one pattern under sibling sections of a report
 ("Net revenues of $3.8 billion in the current year compared to $3.4 billion in the prior year, an
-increase of 12%" under "Regional Operations", "..., a decrease of 44%" under "MGM China"); what
-they compare is the percentage change each states.
+increase of 12%" under "Regional Operations", "..., a decrease of 44%" under "MGM China"), which
+compare by the percentage change each states; or the cells of one table column whose row labels
+are written to one pattern ("Total cash provided by operating activities", "Total cash used in
+financing activities"), which compare by their values.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["asked_extreme", "parallel", "signed_change"]
+__all__ = ["asked_extreme", "cell_value", "parallel", "parallel_labels", "signed_change"]
 
 _WHICH = re.compile(r"\bwhich\b", re.I)
 _HIGHEST = re.compile(r"\b(?:best|highest|largest|biggest|greatest|strongest|most|fastest)\b", re.I)
@@ -30,13 +32,17 @@ _CHANGE = re.compile(
     re.I,
 )
 _WORD = re.compile(r"[^\W\d_]+")
+_ASIDE = re.compile(r"\([^()]*\)")
+_VALUE = re.compile(r"^(\()?\s*([-−–])?\s*[$€£¥]?\s*(\d[\d,]*(?:\.\d+)?)\s*%?\s*(\))?$")
 _SAME_OPENING = 2  # words that parallel statements open with alike ("Net revenues of ...")
 _SAME_WORDS = 0.6  # the share of their words (Jaccard) that parallel statements share
 
 
 def asked_extreme(question: str) -> int:
     """+1 when the question asks which of several things did best or most, -1 which did worst
-    or least, 0 when it asks neither or both ("brought in the most (or lost the least)")."""
+    or least, 0 when it asks neither or both; an aside in parentheses restates, and does not
+    count ("which brought in the most (or lost the least) cash" asks for the most)."""
+    question = _ASIDE.sub(" ", question)
     if not _WHICH.search(question):
         return 0
     up, down = bool(_HIGHEST.search(question)), bool(_LOWEST.search(question))
@@ -65,3 +71,26 @@ def parallel(a: str, b: str) -> bool:
         return False
     set_a, set_b = set(words_a), set(words_b)
     return len(set_a & set_b) / len(set_a | set_b) >= _SAME_WORDS
+
+
+def parallel_labels(a: str, b: str) -> bool:
+    """Whether two row labels are written to one pattern: the same two opening words and the
+    same last word ("Total cash used in investing activities")."""
+    words_a = [w.lower() for w in _WORD.findall(a)]
+    words_b = [w.lower() for w in _WORD.findall(b)]
+    if len(words_a) <= _SAME_OPENING or len(words_b) <= _SAME_OPENING:
+        return False
+    return words_a[:_SAME_OPENING] == words_b[:_SAME_OPENING] and words_a[-1] == words_b[-1]
+
+
+def cell_value(value: str) -> Decimal | None:
+    """A table cell's number, negative in parentheses or with a minus ("(1,806)" is -1806);
+    None for a cell that is no single number ("—", "12 / 14")."""
+    found = _VALUE.match(value.strip())
+    if found is None:
+        return None
+    opened, minus, digits, closed = found.groups()
+    if bool(opened) != bool(closed):
+        return None
+    number = Decimal(digits.replace(",", ""))
+    return -number if opened or minus else number

@@ -6,12 +6,18 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from doubles.builders import one_line_block, one_page_document
+from doubles.builders import one_line_block, one_page_document, table_block
 from doubles.fakes import HashEmbedder
 from ingest.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType
 from retrieval.answer import AnswerOptions, extractive_answer
-from retrieval.compare import asked_extreme, parallel, signed_change
+from retrieval.compare import (
+    asked_extreme,
+    cell_value,
+    parallel,
+    parallel_labels,
+    signed_change,
+)
 from retrieval.edge_store import EdgeStore
 from retrieval.schema import Chunk, QueryRequest, ScoredChunk
 from retrieval.search import Retriever
@@ -30,7 +36,8 @@ WORST = "Which region had the worst net revenues performance during 2022?"
 def test_the_question_names_the_extreme_it_asks_for() -> None:
     assert asked_extreme(WORST) == -1
     assert asked_extreme("Which product category performed the best in Q2?") == 1
-    assert asked_extreme("Which activity brought in the most (or lost the least) cash?") == 0
+    assert asked_extreme("Which activity brought in the most (or lost the least) cash?") == 1
+    assert asked_extreme("Which segment had the highest and which the lowest margin?") == 0
     assert asked_extreme("What were the best net revenues ever?") == 0  # no "which"
 
 
@@ -47,6 +54,58 @@ def test_parallel_statements_open_alike_and_share_most_words() -> None:
     assert parallel(vegas, china)
     assert not parallel(vegas, f"Consolidated net revenues of {REGIONS['MGM China']}")
     assert not parallel(vegas, "Net revenues rose in every region but one, led by the Strip.")
+
+
+def test_parallel_row_labels_open_and_end_alike() -> None:
+    operating = "Total cash provided by operating activities"
+    assert parallel_labels(operating, "Total cash used in financing activities")
+    assert not parallel_labels(operating, "Total cash and cash equivalents")
+    assert not parallel_labels(operating, "Net cash provided by operating activities")
+
+
+def test_a_cell_reads_as_one_signed_number() -> None:
+    assert cell_value("(1,806)") == -1806
+    assert cell_value("$ 1,824") == 1824
+    assert cell_value("-3.5%") == Decimal("-3.5")
+    assert cell_value("—") is None
+    assert cell_value("12 / 14") is None
+    assert cell_value("(3") is None
+
+
+CASH_FLOWS = [
+    ["", "January 28, 2023", "January 29, 2022"],
+    ["Net earnings", "1,419", "2,454"],
+    ["Total cash provided by operating activities", "1,824", "3,252"],
+    ["Additions to property and equipment", "(930)", "(737)"],
+    ["Total cash used in investing activities", "(962)", "(1,372)"],
+    ["Repurchase of common stock", "(1,014)", "(3,502)"],
+    ["Total cash used in financing activities", "(1,806)", "(4,297)"],
+]
+MOST = (
+    "Which activity brought in the most (or lost the least) cash in the year to January 28, 2023?"
+)
+
+
+def test_the_most_of_a_tables_parallel_rows_is_cited_first() -> None:
+    """The question's words meet the financing row best; the operating row brought in most."""
+    table = table_block("p1-b0", CASH_FLOWS, (72.0, 320.0, 440.0, 540.0), 100.0)
+    document = one_page_document([table], doc_id="c" * 64, source="10-K.pdf")
+    [chunk] = chunk_document(document, count_tokens=lambda t: len(t.split()), max_tokens=200)
+    hits = [ScoredChunk(chunk=chunk, score=0.9)]
+    asked = "What was the total cash used in financing activities in the year to January 28, 2023?"
+    plain = extractive_answer(asked, hits, max_sentences=1)
+    assert plain.text is not None and plain.text.startswith(
+        "Total cash used in financing activities, January 28, 2023: (1,806)"
+    )
+    question = MOST.replace("activity", "financing activity")
+    unasked = extractive_answer(question.replace("Which", "What"), hits)  # no "which": no compare
+    assert unasked.text is not None and unasked.text.startswith("Total cash used in financing")
+    most = extractive_answer(question, hits)
+    assert most.text is not None
+    assert most.text.startswith(
+        "Total cash provided by operating activities, January 28, 2023: 1,824"
+    )
+    assert "Net earnings" not in most.text  # a row of another pattern is not compared
 
 
 def _report() -> list[Chunk]:
