@@ -904,7 +904,7 @@ def extractive_answer(
         chosen[0].cell is not None and id(chosen[0]) in met
     ):  # the cell asked for, not its row's others
         chosen = [s for s in chosen if s.cell is None or id(s) in met]
-    chosen, top = _compared(question, chosen, sentences, top, options.around)
+    chosen, top = _compared(question, chosen, sentences, top, options.around, max_sentences)
     if options.unit_of is not None:
         chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
@@ -929,30 +929,33 @@ def _compared(
     sentences: list[_Sentence],
     hits: list[ScoredChunk],
     around: Callable[[Chunk], Sequence[Chunk]] | None,
+    most: int,
 ) -> tuple[list[_Sentence], list[ScoredChunk]]:
     """For a question asking which of several things did best or worst (`asked_extreme`), the
-    chosen sentences led by the extreme one among those parallel to the first (`_peers`), and
-    the hits, with the chunks of the sibling sections it read; a sentence chosen over the first
-    and the first are each said with its section's heading."""
+    `most` chosen sentences led by the extreme of the first chosen one that has parallel candidates
+    (`_peers`) and those, then the one compared (each sentence said with its section's
+    heading), then the rest; and the hits, with the chunks of the sibling sections read."""
     direction = asked_extreme(question)
-    first = chosen[0] if chosen else None
-    if not direction or first is None or first.heading is not None:
+    if not direction:
         return chosen, hits
-    best = _compared_value(first)
-    if best is None:
-        return chosen, hits
-    peers, pool = _peers(first, sentences, hits, around)
-    extreme = first
-    for peer in peers:
-        value = _compared_value(peer)
-        if value is not None and (value - best) * direction > 0:
-            best, extreme = value, peer
-    if extreme is first:
-        return chosen, hits
-    if first.cell is None:
-        extreme, first = (replace(s, compared=_section(pool, s)) for s in (extreme, first))
-    rest = [s for s in chosen[1:] if s is not extreme]
-    return [extreme, first, *rest][: max(len(chosen), 2)], pool
+    for compared in chosen:
+        best = _compared_value(compared) if compared.heading is None else None
+        if best is None:
+            continue
+        peers, pool = _peers(compared, sentences, hits, around)
+        valued = [(v, peer) for peer in peers if (v := _compared_value(peer)) is not None]
+        if not valued:
+            continue
+        extreme = compared
+        for value, peer in valued:
+            if (value - best) * direction > 0:
+                best, extreme = value, peer
+        led = [extreme] if extreme is compared else [extreme, compared]
+        if compared.cell is None:
+            led = [replace(s, compared=_section(pool, s)) for s in led]
+        rest = [s for s in chosen if s is not compared and s is not extreme]
+        return [*led, *rest][:most], pool
+    return chosen, hits
 
 
 def _compared_value(sentence: _Sentence) -> Decimal | None:
@@ -970,10 +973,17 @@ def _peers(
 ) -> tuple[list[_Sentence], list[ScoredChunk]]:
     """The candidates of `first`'s document parallel to it, and the hits with the chunks that
     hold the ones no hit holds: for a cell, the cells of its column on its page whose row labels
-    are parallel to its own; for a sentence, the parallel sentences of the hits and of the
-    sibling sections around its chunk (same parent heading, another one)."""
+    are parallel to its own; for a sentence, the parallel sentences of its section and of its
+    sibling sections (same parent heading), among the hits and around its chunk."""
     home = hits[first.hit].chunk
-    own = [s for s in sentences if s is not first and hits[s.hit].chunk.doc_id == home.doc_id]
+    parent = home.section_path[:-1]
+    own = [
+        s
+        for s in sentences
+        if s is not first
+        and hits[s.hit].chunk.doc_id == home.doc_id
+        and (first.cell is not None or hits[s.hit].chunk.section_path[:-1] == parent)
+    ]
     cell = first.cell
     if cell is not None:
         return [
@@ -998,9 +1008,9 @@ def _peers(
 
 
 def _sibling(chunk: Chunk, home: Chunk) -> bool:
-    """Whether `chunk` lies in a sibling section of `home`'s: the same parent, another heading."""
+    """Whether `chunk` lies in `home`'s section or a sibling of it: under the same parent."""
     path, own = chunk.section_path, home.section_path
-    return len(path) == len(own) >= 1 and path[:-1] == own[:-1] and path[-1] != own[-1]
+    return len(path) == len(own) >= 1 and path[:-1] == own[:-1]
 
 
 def _section(hits: Sequence[ScoredChunk], sentence: _Sentence) -> str:

@@ -154,6 +154,30 @@ def test_the_worst_of_the_sibling_sections_is_cited_first() -> None:
     assert alone.text is not None and alone.text.startswith("Net revenues of $3.8 billion")
 
 
+def test_a_comparable_sentence_chosen_after_another_still_leads() -> None:
+    """The best-supported sentence states no change (a release's dateline): the first chosen
+    one that has parallels is compared, and the extreme leads."""
+    chunks = _report()
+    dateline = chunks[0].model_copy(
+        update={
+            "chunk_id": "c0090",
+            "section_path": ["Full Year Results"],
+            "text": "The region results were reported for 2022.",
+        }
+    )
+    hits = [
+        ScoredChunk(chunk=dateline, score=0.95),
+        ScoredChunk(chunk=_of(chunks, "Regional Operations"), score=0.9),
+    ]
+    alone = extractive_answer(WORST, hits)
+    assert alone.text is not None and alone.text.startswith("The region results")
+    answer = extractive_answer(WORST, hits, options=AnswerOptions(around=lambda c: chunks))
+    assert answer.text is not None
+    assert answer.text.startswith("MGM China — Net revenues of $674 million")
+    assert "Regional Operations — Net revenues" in answer.text
+    assert "The region results" in answer.text  # what was chosen first is still said, after
+
+
 def test_the_retriever_compares_the_sections_around_its_hit(tmp_path: Path) -> None:
     chunks = _report()
     embedder = HashEmbedder(dim=128)
