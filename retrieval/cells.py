@@ -99,9 +99,11 @@ def is_table_row(text: str) -> bool:
 
 
 def row_words(row: str) -> str:
-    """A table row's words as a quote says them: its cells that hold any, "; " apart ("" for the
-    rule under a header)."""
-    return "; ".join(c for c in _split(row) if c and not _SEPARATOR.match(c))
+    """A table row's words as a quote says them: its cells that hold any, ", " apart, without a
+    cell's closing full stop or semicolon, which would end the quote's sentence inside the table
+    ("" for the rule under a header); rows are "; " apart."""
+    cells = (c.rstrip(".;").rstrip() for c in _split(row) if c and not _SEPARATOR.match(c))
+    return ", ".join(c for c in cells if c)
 
 
 def _split(row: str) -> list[str]:

@@ -86,10 +86,12 @@ class SentenceFill:
         self._thread.start()
 
     def wake(self, doc_id: str | None = None) -> None:
-        """A document was (re)indexed or removed: look again (at `doc_id` even if seen)."""
+        """A document was (re)indexed or removed: look again (at `doc_id` even if seen); it is
+        pending only while the index holds chunks of it (not a file that failed, or was removed)."""
         if doc_id is not None:
             self._done.pop(doc_id, None)
-            if doc_id not in self.progress.pending:  # pending from now, not from the next pass
+            held = self.store.count(doc_id) > 0
+            if held and doc_id not in self.progress.pending:  # pending from now, not next pass
                 self.progress.pending = [*self.progress.pending, doc_id]
         self._wake.set()
 

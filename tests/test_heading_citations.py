@@ -153,8 +153,8 @@ def test_a_heading_over_a_table_quotes_its_rows(embedder: Embedder) -> None:
     heading: Box = (57.0, 100.0, 300.0, 114.0)
     rows = ["| Operation | Function |", "| --- | --- |"]
     rows += [
-        "| Press the Up button | Pause the workout |",
-        "| Press the Down button | Switch screens |",
+        "| Press the Up button | Pause the workout. |",
+        "| Press the Down button | Switch screens. |",
     ]
     table = Block(
         id="p1-b1",
@@ -183,7 +183,9 @@ def test_a_heading_over_a_table_quotes_its_rows(embedder: Embedder) -> None:
     )
     first = answer.citations[0]
     assert first.bbox == (57.0, 120.0, 500.0, 200.0)
-    assert first.quote == (
-        f"{HEADING} — Operation; Function; Press the Up button; Pause the workout; "
-        "Press the Down button; Switch screens"
+    rows_said = (  # a row's cells a comma apart, rows a semicolon apart, no stop inside
+        f"{HEADING} — Operation, Function; Press the Up button, Pause the workout; "
+        "Press the Down button, Switch screens"
     )
+    assert first.quote == rows_said
+    assert answer.text is not None and answer.text.startswith(f"{rows_said} [1]")  # every row

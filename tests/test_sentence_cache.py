@@ -168,6 +168,8 @@ def test_a_document_is_pending_from_when_it_is_indexed(tmp_path: Path) -> None:
         assert fill.progress.pending == [doc_id]
         fill.wake(doc_id)
         assert fill.progress.pending == [doc_id]
+        fill.wake("f" * 64)  # a file that failed: nothing of it indexed, no answers to prepare
+        assert fill.progress.pending == [doc_id]
     finally:
         services.close()
 
