@@ -932,28 +932,25 @@ def _compared(
     most: int,
 ) -> tuple[list[_Sentence], list[ScoredChunk]]:
     """For a question asking which of several things did best or worst (`asked_extreme`), the
-    `most` chosen sentences led by the extreme of the first chosen one that has parallel candidates
-    (`_peers`) and those, then the one compared (each sentence said with its section's
-    heading), then the rest; and the hits, with the chunks of the sibling sections read."""
+    `most` chosen sentences led by the first chosen one that has parallel candidates
+    (`_peers`) and those, the extreme asked for first (each said with its section's heading),
+    then the rest; and the hits, with the chunks of the sibling sections read."""
     direction = asked_extreme(question)
     if not direction:
         return chosen, hits
     for compared in chosen:
-        best = _compared_value(compared) if compared.heading is None else None
-        if best is None:
+        value = _compared_value(compared) if compared.heading is None else None
+        if value is None:
             continue
         peers, pool = _peers(compared, sentences, hits, around)
         valued = [(v, peer) for peer in peers if (v := _compared_value(peer)) is not None]
         if not valued:
             continue
-        extreme = compared
-        for value, peer in valued:
-            if (value - best) * direction > 0:
-                best, extreme = value, peer
-        led = [extreme] if extreme is compared else [extreme, compared]
+        ranked = sorted([(value, compared), *valued], key=lambda vs: -vs[0] * direction)
+        led = [s for _, s in ranked]
         if compared.cell is None:
             led = [replace(s, compared=_section(pool, s)) for s in led]
-        rest = [s for s in chosen if s is not compared and s is not extreme]
+        rest = [s for s in chosen if all(s is not peer for _, peer in ranked)]
         return [*led, *rest][:most], pool
     return chosen, hits
 

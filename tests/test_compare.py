@@ -106,6 +106,11 @@ def test_the_most_of_a_tables_parallel_rows_is_cited_first() -> None:
         "Total cash provided by operating activities, January 28, 2023: 1,824"
     )
     assert "Net earnings" not in most.text  # a row of another pattern is not compared
+    labels = [c.quote.split(",")[0] for c in most.citations]  # most first, least last
+    assert labels == [
+        f"Total cash {kind} activities"
+        for kind in ("provided by operating", "used in investing", "used in financing")
+    ]
 
 
 def _report() -> list[Chunk]:
@@ -174,8 +179,12 @@ def test_a_comparable_sentence_chosen_after_another_still_leads() -> None:
     answer = extractive_answer(WORST, hits, options=AnswerOptions(around=lambda c: chunks))
     assert answer.text is not None
     assert answer.text.startswith("MGM China — Net revenues of $674 million")
-    assert "Regional Operations — Net revenues" in answer.text
-    assert "The region results" in answer.text  # what was chosen first is still said, after
+    order = ["MGM China", "Regional Operations", "Las Vegas Strip Resorts"]  # worst first
+    assert len(answer.citations) == len(order)
+    for citation, region in zip(answer.citations, order, strict=True):
+        assert REGIONS[region] in citation.quote
+        assert f"{region} — Net revenues of {REGIONS[region]}" in answer.text
+    assert "The region results" not in answer.text  # three regions compared fill the answer
 
 
 def test_the_retriever_compares_the_sections_around_its_hit(tmp_path: Path) -> None:
