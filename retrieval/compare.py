@@ -36,6 +36,25 @@ _ASIDE = re.compile(r"\([^()]*\)")
 _VALUE = re.compile(r"^(\()?\s*([-−–])?\s*[$€£¥]?\s*(\d[\d,]*(?:\.\d+)?)\s*%?\s*(\))?$")
 _SAME_OPENING = 2  # words that parallel statements open with alike ("Net revenues of ...")
 _SAME_WORDS = 0.6  # the share of their words (Jaccard) that parallel statements share
+_SPANS = frozenset(
+    [
+        "year",
+        "years",
+        "quarter",
+        "quarters",
+        "month",
+        "months",
+        "week",
+        "weeks",
+        "annual",
+        "annually",
+        "quarterly",
+        "monthly",
+        "weekly",
+        "fiscal",
+        "ytd",
+    ]
+)
 
 
 def asked_extreme(question: str) -> int:
@@ -63,13 +82,16 @@ def signed_change(text: str) -> Decimal | None:
 
 
 def parallel(a: str, b: str) -> bool:
-    """Whether two statements are written to one pattern: the same opening words and most of
-    their words alike, numbers aside."""
+    """Whether two statements are written to one pattern: the same opening words, most of
+    their words alike, numbers aside, and the same words of a span of time (a quarter's
+    statement is not compared with a year's)."""
     words_a = [w.lower() for w in _WORD.findall(a)]
     words_b = [w.lower() for w in _WORD.findall(b)]
     if len(words_a) < _SAME_OPENING or words_a[:_SAME_OPENING] != words_b[:_SAME_OPENING]:
         return False
     set_a, set_b = set(words_a), set(words_b)
+    if set_a & _SPANS != set_b & _SPANS:
+        return False
     return len(set_a & set_b) / len(set_a | set_b) >= _SAME_WORDS
 
 

@@ -54,6 +54,11 @@ def test_parallel_statements_open_alike_and_share_most_words() -> None:
     assert parallel(vegas, china)
     assert not parallel(vegas, f"Consolidated net revenues of {REGIONS['MGM China']}")
     assert not parallel(vegas, "Net revenues rose in every region but one, led by the Strip.")
+    quarter = (
+        "• Net revenues of $991 million in the current quarter compared to $900 million in the"
+        " prior year quarter, an increase of 10%;"
+    )
+    assert not parallel(vegas, quarter)  # a quarter is not compared with a year
 
 
 def test_parallel_row_labels_open_and_end_alike() -> None:
