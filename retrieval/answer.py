@@ -142,6 +142,7 @@ _MONTHS = frozenset(
 )
 _EDGES = frozenset(stems("end beginning"))  # which edge of a period: "Stores at End of Quarter"
 HEADING_LEAD = 0.05  # how much more like the question than any sentence a heading must be to lead
+_SAID_WORDS = 60  # the words of a table's rows an answer led by its heading says (all are quoted)
 RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the third's a third
 
 PageRange = tuple[int | None, int | None]
@@ -221,6 +222,8 @@ class _Sentence:
     """Where the section heading is that this candidate is (its chunk's text does not hold it)."""
     compared: str = ""
     """The heading of its section, said before it, when it was chosen among parallel sections."""
+    heads_block: bool = False
+    """A heading over a figure or table (its citation quotes the table's rows)."""
 
 
 def _candidates(
@@ -1016,10 +1019,18 @@ def _section(hits: Sequence[ScoredChunk], sentence: _Sentence) -> str:
 
 
 def _heading_said(heading: _Sentence, quote: str) -> str:
-    """What an answer led by a heading says: the heading and the first sentence of what it heads
-    (its citation quotes all of that)."""
+    """What an answer led by a heading says: the heading and the first sentence of what it heads,
+    or of a table it heads the rows, up to `_SAID_WORDS` (a cell's own full stop ends no row;
+    its citation quotes all of it)."""
     rest = quote.removeprefix(f"{heading.text} — ")
     if rest == quote:
+        return quote
+    if heading.heads_block:
+        rows: list[str] = []
+        for row in rest.split("; "):
+            if rows and sum(len(r.split()) for r in [*rows, row]) > _SAID_WORDS:
+                return f"{heading.text} — {'; '.join(rows)} …"
+            rows.append(row)
         return quote
     first = next(iter(sentence_spans(rest)), None)
     return f"{heading.text} — {rest[first[0] : first[1]]}" if first else quote
@@ -1054,7 +1065,8 @@ def _heading_lead(
         first = chunk.lines[0]
         box = options.layout.heading(chunk.doc_id, first.page, found[i].text, first.bbox[1])
         if box is not None and _opens(chunk, box, options.layout):
-            return replace(found[i], heading=box), float(similarity[i])
+            block = options.layout.headed(chunk.doc_id, first.page, box) is not None
+            return replace(found[i], heading=box, heads_block=block), float(similarity[i])
     return None, support
 
 
@@ -1122,15 +1134,20 @@ def _captioned_first(
 
 
 _BULLET = re.compile(r"^[•●▪◦‣∙·■□➢➤-]\s+(?=\S)")
+_ITEM_END = re.compile(r"\s*;(?:\s*(?:and|or))?\s*$")
 
 
 def _spoken(sentence: _Sentence) -> str:
     """A sentence as the answer says it: without the bullet that leads it in a list ("• Touch
-    Blood pressure" is "Touch Blood pressure"); a step's number stays, since the answer gives
-    its sentences best first and the numbers show their order. Its citation quotes it whole."""
+    Blood pressure" is "Touch Blood pressure") or the "; and" that ends a list item; a step's
+    number stays, since the answer gives its sentences best first and the numbers show their
+    order. Its citation quotes it whole."""
     if sentence.cell is not None:
         return sentence.text
-    return _BULLET.sub("", sentence.text, count=1) or sentence.text
+    item = _BULLET.sub("", sentence.text, count=1)
+    if item == sentence.text:
+        return sentence.text
+    return _ITEM_END.sub("", item) or sentence.text
 
 
 def _with_unit(

@@ -149,43 +149,71 @@ def test_a_heading_heads_all_of_the_table_under_it_where_a_title_names_the_part_
     assert layout.titled("d", 1, heading, False) == (45.0, 461.0, 125.0, 602.0)  # a chart's cut
 
 
-def test_a_heading_over_a_table_quotes_its_rows(embedder: Embedder) -> None:
+def _workout_answer(embedder: Embedder, functions: list[tuple[str, str]]) -> Answer:
+    """The answer to a workout question over a page whose heading heads a table of
+    `functions` (operation, function)."""
     heading: Box = (57.0, 100.0, 300.0, 114.0)
     rows = ["| Operation | Function |", "| --- | --- |"]
-    rows += [
-        "| Press the Up button | Pause the workout. |",
-        "| Press the Down button | Switch screens. |",
-    ]
+    rows += [f"| {operation} | {function} |" for operation, function in functions]
+    bottom = 120.0 + 20 * len(rows)
     table = Block(
         id="p1-b1",
         type=BlockType.table,
-        bbox=(57.0, 120.0, 500.0, 200.0),
+        bbox=(57.0, 120.0, 500.0, bottom),
         text="\n".join(rows),
         lines=[
             Line(text=row, bbox=(57.0, 120.0 + 20 * i, 500.0, 140.0 + 20 * i))
             for i, row in enumerate(rows)
         ],
     )
+    charging = [
+        b.model_copy(
+            update={"bbox": (b.bbox[0], b.bbox[1] + bottom, b.bbox[2], b.bbox[3] + bottom)}
+        )
+        for b in DOCUMENT.pages[0].blocks[2:]
+    ]
     blocks = [
         _block(0, BlockType.section_header, heading, [HEADING]),
         table,
-        *DOCUMENT.pages[0].blocks[2:],  # the charging section: sentences to weigh the heading by
+        *charging,  # the charging section: sentences to weigh the heading by
     ]
-    page = Page(number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=blocks)
+    page = Page(number=1, width=612, height=1600, engine=EngineInfo(name="test"), blocks=blocks)
     document = Document(doc_id="d" * 64, source="t.pdf", page_count=1, pages=[page])
-    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()))
+    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()), max_tokens=400)
     options = AnswerOptions(layout=PageLayouts(lambda _doc_id, _n: page))
-    answer = extractive_answer(
+    return extractive_answer(
         "How many button functions are there during a workout?",
         [ScoredChunk(chunk=c, score=1.0) for c in chunks],
         embedder=embedder,
         options=options,
     )
+
+
+def test_a_heading_over_a_table_quotes_its_rows(embedder: Embedder) -> None:
+    functions = [
+        ("Press the Up button", "Pause the workout."),
+        ("Press the Down button", "Switch screens. Only on the Pro"),
+        ("Press and hold the Up button", "Finish the workout"),
+    ]
+    answer = _workout_answer(embedder, functions)
     first = answer.citations[0]
-    assert first.bbox == (57.0, 120.0, 500.0, 200.0)
-    rows_said = (  # a row's cells a comma apart, rows a semicolon apart, no stop inside
+    assert first.bbox == (57.0, 120.0, 500.0, 220.0)
+    rows_said = (  # a row's cells a comma apart, rows a semicolon apart, no closing stop
         f"{HEADING} — Operation, Function; Press the Up button, Pause the workout; "
-        "Press the Down button, Switch screens"
+        "Press the Down button, Switch screens. Only on the Pro; "
+        "Press and hold the Up button, Finish the workout"
     )
     assert first.quote == rows_said
-    assert answer.text is not None and answer.text.startswith(f"{rows_said} [1]")  # every row
+    # every row: a full stop inside a cell does not end what the answer says
+    assert answer.text is not None and answer.text.startswith(f"{rows_said} [1]")
+
+
+def test_a_long_tables_rows_are_said_in_part_and_quoted_whole(embedder: Embedder) -> None:
+    functions = [
+        (f"Press the button {n} times", f"Open the workout screen number {n}") for n in range(2, 14)
+    ]
+    answer = _workout_answer(embedder, functions)
+    assert answer.text is not None and answer.text.startswith(f"{HEADING} — Operation, Function;")
+    said = answer.text.split(" [1]")[0]
+    assert said.endswith(" …") and len(said.split()) <= 60 + 12
+    assert "Open the workout screen number 13" in answer.citations[0].quote
