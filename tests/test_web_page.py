@@ -253,6 +253,7 @@ def test_upload_ask_and_see_the_cited_region_highlighted(
     page.click("#ask-button")
     expect(page.locator("#answer-text")).to_contain_text("February 2014", timeout=SLOW_MS)
     assert "/query/stream" in asked and "/query" not in asked  # streamed
+    expect(page.locator("#ask-status")).to_contain_text("Quoted from")  # not a written answer
     marker = page.locator("#answer-text a.marker").first
     expect(marker).to_have_text("[1]")
     citation = page.locator("#cite-1")

@@ -214,7 +214,10 @@ function showResponse(result, signal) {
   renderAnswerText(result.answer || "", citations);
   const count = citations.length;
   const from = count ? ` from ${count} source${count === 1 ? "" : "s"}` : "";
-  let note = count ? `Answered${from}.` : "";
+  // an extractive answer quotes; say so, since it names no more than its sentences do
+  let note = count
+    ? `Quoted${from}: the sentences of the documents most like the question (set FOLIO_LLM_URL for written answers).`
+    : "";
   if (result.mode === "generated") {
     const dropped = (result.checks || []).filter((check) => !check.kept).length;
     note = dropped
