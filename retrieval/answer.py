@@ -907,7 +907,9 @@ def extractive_answer(
         chosen[0].cell is not None and id(chosen[0]) in met
     ):  # the cell asked for, not its row's others
         chosen = [s for s in chosen if s.cell is None or id(s) in met]
-    chosen, top = _compared(question, chosen, sentences, top, options.around, max_sentences)
+    chosen, top = _compared(
+        question, chosen, sentences, top, options.around, max_sentences, options.name_terms
+    )
     if options.unit_of is not None:
         chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
@@ -933,11 +935,13 @@ def _compared(
     hits: list[ScoredChunk],
     around: Callable[[Chunk], Sequence[Chunk]] | None,
     most: int,
+    ignored: frozenset[str] = frozenset(),
 ) -> tuple[list[_Sentence], list[ScoredChunk]]:
     """For a question asking which of several things did best or worst (`asked_extreme`), the
     `most` chosen sentences led by the first chosen one that has parallel candidates
     (`_peers`) and those, the extreme asked for first (each said with its section's heading),
-    then the rest; and the hits, with the chunks of the sibling sections read."""
+    then the rest, else led by the cells of the column the question names
+    (`_column_compared`); and the hits, with the chunks of the sibling sections read."""
     direction = asked_extreme(question)
     if not direction:
         return chosen, hits
@@ -955,7 +959,44 @@ def _compared(
             led = [replace(s, compared=_section(pool, s)) for s in led]
         rest = [s for s in chosen if all(s is not peer for _, peer in ranked)]
         return [*led, *rest][:most], pool
-    return chosen, hits
+    column = _column_compared(question, sentences, hits, ignored)
+    if not column:
+        return chosen, hits
+    ordered = [s for _, s in sorted(column, key=lambda vs: -vs[0] * direction)]
+    return [*ordered, *(s for s in chosen if all(s is not c for c in ordered))][:most], hits
+
+
+def _column_compared(
+    question: str,
+    sentences: list[_Sentence],
+    hits: list[ScoredChunk],
+    ignored: frozenset[str],
+) -> list[tuple[Decimal, _Sentence]]:
+    """The value cells, with their values, of the table column whose header names most words of
+    the question (not its dates, periods or the documents' names) among the columns of two rows
+    or more whose labels name none of those words (the rows are things compared, such as models
+    in a results table, not line items), leaving out a whole's rows ("Total", "Average"); none
+    when no column is named."""
+    wanted = {t for t in stems(question) if not t[0].isdigit()} - ignored - _WHEN
+    columns: dict[tuple[str, int, int, str], list[tuple[Decimal, _Sentence]]] = {}
+    first_hit: dict[tuple[str, int, int, str], int] = {}
+    for s in sentences:
+        cell = s.cell
+        if cell is None or _WHOLE_ROW.match(cell.label):
+            continue
+        value = cell_value(cell.value)
+        named = wanted & set(stems(cell.header))
+        if value is None or not named or named & set(stems(cell.label)):
+            continue
+        chunk = hits[s.hit].chunk
+        key = (chunk.doc_id, chunk.page, cell.col, cell.header)
+        columns.setdefault(key, []).append((value, s))
+        first_hit.setdefault(key, s.hit)
+    found = [k for k, cells in columns.items() if len(cells) >= 2]
+    if not found:
+        return []
+    best = max(found, key=lambda k: (len(wanted & set(stems(k[3]))), -first_hit[k]))
+    return columns[best]
 
 
 def _compared_value(sentence: _Sentence) -> Decimal | None:
@@ -1134,6 +1175,7 @@ def _captioned_first(
 
 
 _BULLET = re.compile(r"^[•●▪◦‣∙·■□➢➤-]\s+(?=\S)")
+_WHOLE_ROW = re.compile(r"^\s*(?:total|average|mean|overall|all|sum)\b", re.I)
 _ITEM_END = re.compile(r"\s*;(?:\s*(?:and|or))?\s*$")
 
 

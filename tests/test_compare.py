@@ -208,3 +208,45 @@ def test_the_retriever_compares_the_sections_around_its_hit(tmp_path: Path) -> N
         assert "decrease of 44%" in response.citations[0].quote
     finally:
         store.close()
+
+
+RESULTS = [
+    ["Model", "Overall Acc.", "Commonsense Acc."],
+    ["Random", "49.27", "50.28"],
+    ["LLaMa", "44.03", "48.23"],
+    ["GPT-4", "62.03", "63.01"],
+    ["+ CausalCoT", "70.40", "83.35"],
+    ["Average", "56.43", "61.22"],
+]
+
+
+def _results_hits(rows: list[list[str]]) -> list[ScoredChunk]:
+    table = table_block("p1-b0", rows, (72.0, 200.0, 320.0, 440.0), 100.0)
+    caption = one_line_block(
+        "p1-b1", BlockType.caption, (72, 240, 540, 252), "Table 2: Performance of all models."
+    )
+    document = one_page_document([table, caption], doc_id="r" * 64, source="paper.pdf")
+    chunks = chunk_document(document, count_tokens=lambda t: len(t.split()), max_tokens=200)
+    return [ScoredChunk(chunk=c, score=0.9) for c in chunks]
+
+
+def test_a_results_tables_column_named_by_the_question_is_compared() -> None:
+    """The rows are things (models), the column the question's measure: the answer is the
+    extreme row's cell, not the caption; a whole's row ("Average") is none of the things."""
+    hits = _results_hits(RESULTS)
+    lowest = extractive_answer("Which model had the lowest overall accuracy in Table 2?", hits)
+    assert lowest.text is not None
+    assert lowest.text.startswith("LLaMa, Overall Acc.: 44.03 [1] Random, Overall Acc.: 49.27 [2]")
+    highest = extractive_answer("Which model had the highest overall accuracy?", hits)
+    assert highest.text is not None and highest.text.startswith("+ CausalCoT, Overall Acc.: 70.40")
+    assert "Average" not in highest.text
+    plain = extractive_answer("What overall accuracy did the models have in Table 2?", hits)
+    assert plain.text is not None and not plain.text.startswith("LLaMa")  # nothing compared
+
+
+def test_a_column_of_line_items_is_not_compared() -> None:
+    """Rows that name the question's measure are line items of one thing, not things to rank."""
+    rows = [["", "Sales growth"], ["Net sales", "4"], ["Net sales in Europe", "2"]]
+    lowest = "Which region had the lowest net sales growth?"  # compared, Europe's 2 would lead
+    answer = extractive_answer(lowest, _results_hits(rows))
+    assert answer.text is not None and answer.text.startswith("Net sales, Sales growth: 4 [1]")
