@@ -222,8 +222,9 @@ class _Sentence:
     """Where the section heading is that this candidate is (its chunk's text does not hold it)."""
     compared: str = ""
     """The heading of its section, said before it, when it was chosen among parallel sections."""
-    heads_block: bool = False
-    """A heading over a figure or table (its citation quotes the table's rows)."""
+    heads: BBox | None = None
+    """For a heading over a figure or table: its box (what the citation boxes; a table's rows are
+    what it quotes)."""
 
 
 def _candidates(
@@ -677,7 +678,7 @@ def _cite_sentence(
     if sentence.cell is not None:
         return cite(n, hit, [span], located=_cell_evidence(hit.chunk, sentence.cell, options))
     if sentence.heading is not None:
-        return cite(n, hit, [span], located=_headed(hit.chunk, sentence, options.layout))
+        return cite(n, hit, [span], located=_headed(hit.chunk, sentence))
     following = options.following
     if not sentence.text.endswith((":", "：")):
         titled = _titled(hit.chunk, sentence, options.layout)
@@ -1066,7 +1067,7 @@ def _heading_said(heading: _Sentence, quote: str) -> str:
     rest = quote.removeprefix(f"{heading.text} — ")
     if rest == quote:
         return quote
-    if heading.heads_block:
+    if heading.heads is not None:
         rows: list[str] = []
         for row in rest.split("; "):
             if rows and sum(len(r.split()) for r in [*rows, row]) > _SAID_WORDS:
@@ -1090,7 +1091,7 @@ def _heading_lead(
     is answered by its heading and what it heads, which no one sentence under it says. A heading
     leads only with a word of the question other than the names of its documents, on the pages
     the options hold the answer to, and where the layout finds it on the page of its chunk's
-    first line, above it, heading that chunk or a figure or table (`_opens`)."""
+    first line, above it, heading that chunk (`_opens`) or a figure or table (`Layout.headed`)."""
     if options.layout is None or embedder is None:
         return None, support
     wanted = set(stems(question)) - options.name_terms
@@ -1105,19 +1106,18 @@ def _heading_lead(
         chunk = hits[found[i].hit].chunk
         first = chunk.lines[0]
         box = options.layout.heading(chunk.doc_id, first.page, found[i].text, first.bbox[1])
-        if box is not None and _opens(chunk, box, options.layout):
-            block = options.layout.headed(chunk.doc_id, first.page, box) is not None
-            return replace(found[i], heading=box, heads_block=block), float(similarity[i])
+        if box is None:
+            continue
+        block = options.layout.headed(chunk.doc_id, first.page, box)
+        if block is not None or _opens(chunk, box):
+            return replace(found[i], heading=box, heads=block), float(similarity[i])
     return None, support
 
 
-def _opens(chunk: Chunk, heading: BBox, layout: Layout) -> bool:
-    """Whether the heading heads a figure or table, or the chunk starts right under it (not
-    the rest of a long section, further down its page)."""
-    first = chunk.lines[0]
-    if first.bbox[1] - heading[3] <= TITLE_GAP:
-        return True
-    return layout.headed(chunk.doc_id, first.page, heading) is not None
+def _opens(chunk: Chunk, heading: BBox) -> bool:
+    """Whether the chunk starts right under the heading (not the rest of a long section, further
+    down its page)."""
+    return chunk.lines[0].bbox[1] - heading[3] <= TITLE_GAP
 
 
 def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> list[_Sentence]:
@@ -1136,7 +1136,7 @@ def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> l
     return list(found.values())
 
 
-def _headed(chunk: Chunk, sentence: _Sentence, layout: Layout | None) -> tuple[Evidence, str]:
+def _headed(chunk: Chunk, sentence: _Sentence) -> tuple[Evidence, str]:
     """A section heading's evidence: what it heads (the figure or table under it, whole, else
     the chunk's first lines in their column), with the heading drawn too and shown
     above it in the crop, as a cell's column headings are; quoted as heading and lines (a
@@ -1145,7 +1145,7 @@ def _headed(chunk: Chunk, sentence: _Sentence, layout: Layout | None) -> tuple[E
     heading = sentence.heading
     first = chunk.lines[0]
     page = first.page
-    named = layout.headed(chunk.doc_id, page, heading) if layout else None
+    named = sentence.heads
     if named is not None:
         where = Evidence(page, named, [Region(page=page, bbox=named)], [named])
         rows = [

@@ -367,21 +367,23 @@ class Retriever:
 
     def table_rest(self, chunk: Chunk) -> list[Chunk]:
         """The other row groups of `chunk`'s table on its page, from the store."""
-        nearby = self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, TABLE_REACH))
-        return table_pieces(chunk, nearby)
+        return table_pieces(chunk, self._nearby(chunk, TABLE_REACH))
 
     def around(self, chunk: Chunk) -> list[Chunk]:
         """The chunks around `chunk` in its document, from the store."""
-        return self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, SIBLING_REACH))
+        return self._nearby(chunk, SIBLING_REACH)
 
     def unit_of(self, chunk: Chunk) -> str:
         """The unit a table chunk's neighbours state (`table_unit`), from the store."""
-        nearby = self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, TABLE_REACH + 1))
-        return table_unit(chunk, nearby)
+        return table_unit(chunk, self._nearby(chunk, TABLE_REACH + 1))
 
     def following(self, chunk: Chunk) -> list[Chunk]:
         """The few chunks after `chunk` in its document, from the store."""
         return self.store.get(chunk.doc_id, following_ids(chunk.chunk_id, FOLLOW_AHEAD))
+
+    def _nearby(self, chunk: Chunk, reach: int) -> list[Chunk]:
+        """The `reach` chunks on either side of `chunk` in its document, from the store."""
+        return self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, reach))
 
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""
