@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from eval.evidence_boxes import HIT_SHARE, BoxCase, answerable_box_cases, inside_share
+from eval.evidence_boxes import BoxCase, answerable_box_cases, in_gold_box
 from eval.retrieval_data import load_corpus
 from eval.retrieval_index import open_folio
 
@@ -91,9 +91,9 @@ def _boxed(retriever: Any, cases: list[BoxCase], trial: str) -> tuple[int, int]:
         if not answer.citations:
             continue
         cited = answer.citations[0]
-        golds = case.boxes.get(cited.page, []) if Path(cited.source).stem == case.doc else []
-        paged += bool(golds)
-        boxed += bool(golds) and inside_share(tuple(cited.bbox), golds) >= HIT_SHARE  # type: ignore[arg-type]
+        stem = Path(cited.source).stem
+        paged += stem == case.doc and bool(case.boxes.get(cited.page))
+        boxed += in_gold_box(case, (stem, cited.page, tuple(cited.bbox)))  # type: ignore[arg-type]
     return boxed, paged
 
 

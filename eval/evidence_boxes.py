@@ -29,6 +29,7 @@ __all__ = [
     "box_report",
     "chance",
     "cite",
+    "in_gold_box",
     "inside_share",
     "line_boxes",
     "load_box_cases",
@@ -166,7 +167,8 @@ class BoxScores:
     """Mean over the `on_gold` questions of the chance of a line of the cited gold page."""
 
 
-def _hits(case: BoxCase, cite: tuple[str, int, Box]) -> bool:
+def in_gold_box(case: BoxCase, cite: tuple[str, int, Box]) -> bool:
+    """Whether a citation (file stem, page, box) lies mostly inside a gold box of `case`."""
     stem, page, box = cite
     golds = case.boxes.get(page) if stem == case.doc else None
     return bool(golds) and inside_share(box, golds or []) >= HIT_SHARE
@@ -189,8 +191,8 @@ def score_boxes(
     for case, c in zip(cases, cited, strict=True):
         gold_lines = [chance(lines(case.doc, p), golds) for p, golds in sorted(case.boxes.items())]
         chances.append(_mean(gold_lines))
-        hit_first = bool(c.citations) and _hits(case, c.citations[0])
-        hit3 = any(_hits(case, cite) for cite in c.citations[:3])
+        hit_first = bool(c.citations) and in_gold_box(case, c.citations[0])
+        hit3 = any(in_gold_box(case, cite) for cite in c.citations[:3])
         first += hit_first
         any3 += hit3
         in_hits += any(s == case.doc and p in case.boxes for s, p in c.hits[:5])

@@ -105,15 +105,15 @@ def _ask(
 
 def _show(setting: str, case: BoxCase, cited: Cited) -> None:
     """A first citation that misses the gold boxes: where it is, and where they are."""
-    from eval.evidence_boxes import HIT_SHARE, inside_share
+    from eval.evidence_boxes import in_gold_box
 
     if not cited.citations:
         print(f"[{setting}] no answer: {case.question[:120]}")
         return
+    if in_gold_box(case, cited.citations[0]):
+        return
     doc, page, box = cited.citations[0]
     golds = case.boxes.get(page, []) if doc == case.doc else []
-    if golds and inside_share(box, golds) >= HIT_SHARE:
-        return
     where = "gold page" if golds else "another page"
     print(f"[{setting}] {where}: {case.question[:120]} ({', '.join(case.sources)})")
     print(f"    cited {doc} p{page} {[round(v) for v in box]}; gold {case.doc} {case.boxes}")
