@@ -70,7 +70,8 @@ class WindowReader:
         if self._open is not None and self._open[:2] == (path, password):
             return self._open[2], self._open[3]
         self.release()
-        data = document_pdf_bytes(Path(path).read_bytes(), name)  # an image: wrapped into a PDF
+        stored = Path(path)  # an image: wrapped into a PDF; an Office file: its rendering, kept
+        data = document_pdf_bytes(stored.read_bytes(), name, cache_dir=stored.parent)
         pdf = open_pdf(data, password=password, name=name)
         self._open = (path, password, pdf, data)
         return pdf, data
@@ -98,7 +99,7 @@ class WindowReader:
         started = time.perf_counter()
         pdf, data = self._document(path, name, password)
         numbers = list(range(first, last + 1))
-        pages = self.reader.read(pdf, data, doc_id, numbers, password=password)
+        pages = self.reader.read(pdf, data, doc_id, numbers, password=password, name=name)
         warnings = pymupdf.TOOLS.mupdf_warnings(reset=True)
         return WindowResult(
             pages=pages,

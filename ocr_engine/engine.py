@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import pymupdf
 
 from ocr_engine.geometry import Box
+from ocr_engine.pdf import load_page
 from ocr_engine.schema import Block, EngineInfo, Line, Page, PageError, PageStatus
 
 __all__ = [
@@ -37,12 +38,14 @@ TEXT_LAYER_ROUTE = "text layer"
 
 @dataclass(frozen=True)
 class PageWindow:
-    """Pages `numbers` (1-based, in order) of the open `pdf`, whose bytes are `data`."""
+    """Pages `numbers` (1-based, in order) of the open `pdf`, whose bytes are `data`; `name`
+    is the file's, for messages."""
 
     pdf: pymupdf.Document
     data: bytes
     numbers: tuple[int, ...]
     password: str | None = None
+    name: str = ""
 
     def only(self, numbers: Sequence[int]) -> PageWindow:
         """The same document, other pages."""
@@ -111,10 +114,11 @@ def failed_page(page: pymupdf.Page, info: EngineInfo, errors: list[PageError]) -
 def read_each(
     info: EngineInfo, window: PageWindow, extract: Callable[[pymupdf.Page], Page]
 ) -> list[Page]:
-    """`extract` on each page of the window; a page it raises on comes back failed."""
+    """`extract` on each page of the window; a page it raises on comes back failed (a page
+    MuPDF cannot load from a damaged file is `BadInputError`, for the whole document)."""
     pages = []
     for number in window.numbers:
-        page = window.pdf[number - 1]
+        page = load_page(window.pdf, number, window.name)
         try:
             pages.append(extract(page))
         except Exception as exc:

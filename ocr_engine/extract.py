@@ -42,7 +42,7 @@ def iter_pages(
         end = pdf.page_count if last is None else min(last, pdf.page_count)
         for start in range(max(1, first), end + 1, window):
             numbers = list(range(start, min(start + window, end + 1)))
-            yield from reader.read(pdf, data, doc_id, numbers, password=password)
+            yield from reader.read(pdf, data, doc_id, numbers, password=password, name=name)
 
 
 def extract_document(

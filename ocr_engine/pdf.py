@@ -4,6 +4,7 @@ with a clear human reason."""
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pymupdf
@@ -11,12 +12,25 @@ import pymupdf
 from ocr_engine.errors import BadInputError, PasswordError
 from ocr_engine.images import image_to_pdf, sniff, stored_pdf_bytes
 
-__all__ = ["open_pdf", "open_stored", "read_pdf_bytes"]
+__all__ = ["is_damage", "load_page", "open_pdf", "open_stored", "read_pdf_bytes"]
 
 log = logging.getLogger(__name__)
 
 _MAGIC = b"%PDF-"
 _MAGIC_WINDOW = 1024
+# MuPDF's error codes that mean the file itself is damaged (bad format or syntax, broken beyond
+# repair, past a limit, a feature it cannot read): bad input. Memory, I/O, abort and the generic
+# code stay what they are, for a retry.
+_DAMAGE_CODES = frozenset(
+    {
+        pymupdf.mupdf.FZ_ERROR_FORMAT,
+        pymupdf.mupdf.FZ_ERROR_SYNTAX,
+        pymupdf.mupdf.FZ_ERROR_REPAIRED,
+        pymupdf.mupdf.FZ_ERROR_LIMIT,
+        pymupdf.mupdf.FZ_ERROR_UNSUPPORTED,
+    }
+)
+_CODE = re.compile(r"^code=(\d+):\s*")
 
 
 def read_pdf_bytes(path_or_bytes: Path | str | bytes) -> tuple[bytes, str]:
@@ -65,6 +79,38 @@ def _looks_truncated(data: bytes) -> bool:
     return b"%%EOF" not in data[-2048:]
 
 
+def is_damage(exc: BaseException) -> bool:
+    """Whether MuPDF raised `exc` because the file is damaged (not for memory, I/O or a bug)."""
+    if isinstance(exc, pymupdf.FileDataError):
+        return True
+    if isinstance(exc, pymupdf.mupdf.FzErrorBase):
+        return int(exc.m_code) in _DAMAGE_CODES
+    match = _CODE.match(str(exc)) if isinstance(exc, RuntimeError) else None
+    return match is not None and int(match.group(1)) in _DAMAGE_CODES
+
+
+def _damaged(label: str, data: bytes, exc: BaseException) -> BadInputError:
+    reason = "truncated or damaged" if _looks_truncated(data) else "damaged"
+    return BadInputError(f"{label}: the PDF is {reason} and cannot be read ({_said(exc)})")
+
+
+def _said(exc: BaseException) -> str:
+    """MuPDF's message without its `code=N: ` prefix."""
+    return _CODE.sub("", str(exc)).strip() or type(exc).__name__
+
+
+def load_page(pdf: pymupdf.Document, number: int, label: str) -> pymupdf.Page:
+    """Page `number` (1-based) of an open PDF; a page MuPDF cannot load from a damaged file is
+    bad input, with the page's number."""
+    try:
+        return pdf.load_page(number - 1)
+    except Exception as exc:
+        if not is_damage(exc):
+            raise
+        where = f"{label}: page {number}" if label else f"page {number} of the PDF"
+        raise BadInputError(f"{where} is damaged and cannot be read ({_said(exc)})") from exc
+
+
 def open_pdf(
     path_or_bytes: Path | str | bytes, *, password: str | None = None, name: str | None = None
 ) -> pymupdf.Document:
@@ -82,8 +128,10 @@ def open_pdf(
         raise BadInputError(f"{label}: the PDF is {reason} and cannot be opened ({exc})") from exc
     try:
         _check_document(doc, data, label, password)
-    except BaseException:
+    except BaseException as exc:
         doc.close()
+        if isinstance(exc, Exception) and is_damage(exc):
+            raise _damaged(label, data, exc) from exc
         raise
     return doc
 

@@ -31,7 +31,9 @@ from ocr_engine.engine import (
     RegionReader,
     engine_error,
 )
+from ocr_engine.office_match import shape_pages
 from ocr_engine.options import ExtractOptions, OcrMode
+from ocr_engine.pdf import load_page
 from ocr_engine.pymupdf_engine import PyMuPDFEngine, raster_regions
 from ocr_engine.routing import ocr_reason
 from ocr_engine.schema import Block, EngineInfo, Page, PageError, PageStatus
@@ -149,10 +151,12 @@ class PageReader:
         numbers: Sequence[int],
         *,
         password: str | None = None,
+        name: str = "",
     ) -> list[Page]:
-        """The pages `numbers` (1-based) of `pdf`, whose bytes are `data`, in that order."""
+        """The pages `numbers` (1-based) of `pdf`, whose bytes are `data` (the file `name`), in
+        that order."""
         *ocr, text_engine = self.engines
-        window = PageWindow(pdf, data, tuple(numbers), password)
+        window = PageWindow(pdf, data, tuple(numbers), password, name)
         ocr_key = self.cache_key(ocr[0].info) if ocr else None
         pages: dict[int, Page] = {}
         for number in dict.fromkeys(numbers):
@@ -167,7 +171,7 @@ class PageReader:
             text_page = text_pages[number]
             reason = None
             if ocr:
-                reason, problem = self._route(pdf[number - 1], text_page)
+                reason, problem = self._route(load_page(pdf, number, name), text_page)
                 if problem is not None:
                     problems[number] = problem
             if reason is None:
@@ -183,13 +187,18 @@ class PageReader:
             for number in todo:
                 kept = pages[number]
                 if kept is text_pages[number] and kept.route == TEXT_LAYER_ROUTE and kept.blocks:
-                    pages[number] = self._figures(pdf, doc_id, kept, readers)
+                    pages[number] = self._figures(pdf, doc_id, kept, readers, name)
         for number, problem in problems.items():
             pages[number] = _routing_failed(pages[number], problem)
-        return [pages[n] for n in numbers]
+        return shape_pages(pdf, [pages[n] for n in numbers])  # a rendering: its source's structure
 
     def _figures(
-        self, pdf: pymupdf.Document, doc_id: str, page: Page, readers: Sequence[RegionReader]
+        self,
+        pdf: pymupdf.Document,
+        doc_id: str,
+        page: Page,
+        readers: Sequence[RegionReader],
+        name: str = "",
     ) -> Page:
         """The text-layer page with the text inside its large raster figures (`raster_regions`)
         read by the first of `readers` that can, cached under its own key. Each failure adds a
@@ -200,7 +209,7 @@ class PageReader:
         cached = self._cached(doc_id, page.number, key)
         if cached is not None:
             return cached
-        pdf_page = pdf[page.number - 1]
+        pdf_page = load_page(pdf, page.number, name)
         regions = raster_regions(pdf_page, page, self.options.figure_regions)
         if not regions:
             return page

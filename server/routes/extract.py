@@ -197,7 +197,7 @@ def _read(
     with PageReader(options) as reader, open_pdf(pdf_bytes, name=name) as pdf:
         start, size, previous = 0, 1, 0
         while start < len(numbers) and not stop.is_set():
-            yield from reader.read(pdf, pdf_bytes, doc_id, numbers[start : start + size])
+            yield from reader.read(pdf, pdf_bytes, doc_id, numbers[start : start + size], name=name)
             start, size, previous = start + size, min(top, max(1, previous + size)), size
 
 
