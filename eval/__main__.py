@@ -9,6 +9,7 @@ import sys
 COMMANDS: dict[str, str] = {
     "answers": "eval.answers",
     "answer_support": "eval.answer_support",
+    "generated_answers": "eval.generated_answers",
     "cards": "eval.cards",
     "conservation": "eval.conservation",
     "cpu_ocr": "eval.cpu_ocr",

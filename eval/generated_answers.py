@@ -1,6 +1,6 @@
 """Generated answers: how well the citation check tells planted faulty citations from faithful ones.
 
-    python -m eval answers [--data ../shared/data] [--work .bench/retrieval] [--rounds 3]
+    python -m eval generated_answers [--data ../shared/data] [--work .bench/retrieval] [--rounds 3]
 
 FinanceBench's dev questions are searched in folio's cached FinanceBench index (built by
 `python -m eval retrieval --dataset financebench`; the newest `financebench-*` directory under

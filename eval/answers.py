@@ -1,0 +1,371 @@
+"""Answers right: the yardstick of right answers on each dev set, `tune` and `check` side by side.
+
+    python -m eval answers --split tune|check|all [--dataset financebench --dataset mmlongbench]
+        [--data ../shared/data] [--work .bench/retrieval] [--limit-docs N] [--results PATH]
+
+Every question is asked as `POST /query` answers it (`retrieval.generate.answer_query` with the
+services' retriever and LLM settings: extractive unless FOLIO_LLM_URL is set), top 5 hits, of
+ONE index per (dataset, split) holding only that split's documents (`open_folio` keyed
+`<dataset>-<split>`, cached under --work: ingest runs about 2 pages/s on 2 cores, so a split's
+index is built once and reused; `--limit-docs N` indexes the split's N smallest files, for a
+quick run). `--split all` runs `tune` and `check`, each over its own index, and prints both.
+Judged by `eval/answer_match.py`:
+
+- FinanceBench: the gold answer's numbers inside the answer text, and inside the first
+  citation's quote (or the PDF's words inside its drawn boxes), over the questions whose gold
+  evidence text states one of them and over all questions; beside them, chance: the share of
+  the sentences of folio's chunks of the gold document that state the number (a random sentence
+  of the gold document as the answer).
+- MMLongBench-Doc: its short answers by `answer_format` (Str, Int, Float, List; its own
+  eval_score.py rules without the LLM extraction) inside the answer text; its "Not answerable"
+  questions answered `not_found`, and the answerable ones withheld as `not_found`; MMDocIR's
+  gold boxes: the first citation mostly inside one (`evidence_boxes.in_gold_box`).
+- Wrong documents: each FinanceBench question asked with a `doc_ids` filter to every other
+  document of the split's index (a request's own filter turns the document-name lookup off),
+  counted `not_found`.
+- User questions (`eval/user_questions.jsonl`, when present): each row asked of its set's index
+  for the split its document is in, judged by its `answer_format` (None: `not_found`).
+- Page in the top 5 hits for each set, beside the answer figures.
+
+Per-question records and the figures go to --results (`.bench/results/answers-<split>.json`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.answer_match import FORMATS, format_in, gold_numbers, numbers_in
+from eval.answer_sets import Asked, ask_all, chance_of, load_user_questions, wrong_doc_requests
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+log = logging.getLogger(__name__)
+
+SETS = ("financebench", "mmlongbench")
+USER_QUESTIONS = Path(__file__).with_name("user_questions.jsonl")
+Figure = tuple[int, int] | float | None
+"""(right, asked), or a mean (chance), or None when nothing was asked."""
+
+
+def _share(pairs: Sequence[bool]) -> tuple[int, int]:
+    return sum(pairs), len(pairs)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    return sum(v or 0.0 for v in values) / len(values) if values else None
+
+
+def financebench_figures(
+    asked: Sequence[Asked], wrong: Sequence[Asked], chance: Callable[[list[Any]], list[Any]]
+) -> dict[str, Figure]:
+    """FinanceBench's figures; `chance([(numbers, stem), ...])` is `chance_of` on the index."""
+    stated = [(a, [g for g in gold_numbers(a.gold) if numbers_in([g], a.evidence)]) for a in asked]
+    told = [(a, s) for a, s in stated if s]
+    quote = [(a.first or {}).get("quote") for a in asked]
+    boxed = [(a.first or {}).get("boxed") for a in asked]
+    quote_of = dict(zip(map(id, asked), quote, strict=True))
+    boxed_of = dict(zip(map(id, asked), boxed, strict=True))
+    everything = [(a, gold_numbers(a.gold)) for a in asked]
+    return {
+        "fb.n": (len(asked), len(asked)),
+        "fb.page5": _share([a.page_in_hits for a in asked if a.pages]),
+        "fb.stated.answer": _share([numbers_in(s, a.answer) for a, s in told]),
+        "fb.stated.quote": _share([numbers_in(s, quote_of[id(a)]) for a, s in told]),
+        "fb.stated.quote_or_box": _share(
+            [numbers_in(s, quote_of[id(a)]) or numbers_in(s, boxed_of[id(a)]) for a, s in told]
+        ),
+        "fb.stated.chance": _mean(chance([(s, a.doc) for a, s in told])),
+        "fb.all.answer": _share([numbers_in(g, a.answer) for a, g in everything]),
+        "fb.all.quote": _share([numbers_in(g, quote_of[id(a)]) for a, g in everything]),
+        "fb.all.chance": _mean(chance([(g, a.doc) for a, g in everything])),
+        "fb.not_found": _share([a.not_found for a in asked]),
+        "wrong.not_found": _share([a.not_found for a in wrong]),
+    }
+
+
+def right(asked: Asked) -> bool:
+    """An answer right by its format: "None" (not answerable) when `not_found`, else the
+    format's rule on the answer text (rows without a format: FinanceBench's numbers)."""
+    if asked.answer_format == "None":
+        return asked.not_found
+    if asked.answer_format in FORMATS:
+        return format_in(asked.gold, asked.answer_format, asked.answer)
+    return numbers_in(gold_numbers(asked.gold), asked.answer)
+
+
+def mmlongbench_figures(asked: Sequence[Asked], boxes: dict[str, Any]) -> dict[str, Figure]:
+    """MMLongBench-Doc's figures; `boxes`: question -> its MMDocIR `BoxCase`."""
+    from eval.evidence_boxes import in_gold_box
+
+    answerable = [a for a in asked if a.answer_format != "None"]
+    figures: dict[str, Figure] = {
+        "mm.n": (len(asked), len(asked)),
+        "mm.page5": _share([a.page_in_hits for a in answerable if a.pages]),
+        "mm.right": _share([right(a) for a in answerable]),
+    }
+    for fmt in ("Str", "Int", "Float", "List"):
+        figures[f"mm.right.{fmt}"] = _share(
+            [right(a) for a in answerable if a.answer_format == fmt]
+        )
+    figures["mm.na.not_found"] = _share([a.not_found for a in asked if a.answer_format == "None"])
+    figures["mm.withheld"] = _share([a.not_found for a in answerable])
+    boxed = [(a, boxes[a.question]) for a in answerable if a.question in boxes]
+    first = [
+        (case, (a.first["stem"], a.first["page"], tuple(a.first["bbox"])) if a.first else None)
+        for a, case in boxed
+    ]
+    figures["mmdocir.first"] = _share([c is not None and in_gold_box(case, c) for case, c in first])
+    on_gold = [(case, c) for case, c in first if c and c[0] == case.doc and c[1] in case.boxes]
+    figures["mmdocir.given_page"] = _share([in_gold_box(case, c) for case, c in on_gold])
+    return figures
+
+
+def user_figures(asked: Sequence[Asked]) -> dict[str, Figure]:
+    return {
+        "user.right": _share([right(a) for a in asked]),
+        "user.page5": _share([a.page_in_hits for a in asked if a.pages]),
+        "user.na.not_found": _share([a.not_found for a in asked if a.answer_format == "None"]),
+        "user.withheld": _share([a.not_found for a in asked if a.answer_format != "None"]),
+    }
+
+
+_FB, _MM, _USER = "FinanceBench", "MMLongBench-Doc", "user questions"
+_S, _A = "(evidence states it)", "(all questions)"
+ROWS: tuple[tuple[str, str, str], ...] = (
+    (_FB, "fb.n", "questions"),
+    (_FB, "fb.page5", "page in the top 5 hits"),
+    (_FB, "fb.stated.answer", f"gold number in the answer {_S}"),
+    (_FB, "fb.stated.quote", f"gold number in the 1st citation's quote {_S}"),
+    (_FB, "fb.stated.quote_or_box", f"… in its quote or its boxed words {_S}"),
+    (_FB, "fb.stated.chance", f"chance: a random sentence of the gold document {_S}"),
+    (_FB, "fb.all.answer", f"gold number in the answer {_A}"),
+    (_FB, "fb.all.quote", f"gold number in the 1st citation's quote {_A}"),
+    (_FB, "fb.all.chance", f"chance: a random sentence of the gold document {_A}"),
+    (_FB, "fb.not_found", "answered not_found (all are answerable)"),
+    ("wrong documents", "wrong.not_found", "FinanceBench asked of the other documents: not_found"),
+    (_MM, "mm.n", "questions"),
+    (_MM, "mm.page5", "page in the top 5 hits (answerable)"),
+    (_MM, "mm.right", "answer right (answerable)"),
+    (_MM, "mm.right.Str", "… Str"),
+    (_MM, "mm.right.Int", "… Int"),
+    (_MM, "mm.right.Float", "… Float"),
+    (_MM, "mm.right.List", "… List"),
+    (_MM, "mm.na.not_found", "Not answerable: answered not_found"),
+    (_MM, "mm.withheld", "answerable: withheld as not_found"),
+    ("MMDocIR", "mmdocir.first", "1st citation in a gold box (end to end)"),
+    ("MMDocIR", "mmdocir.given_page", "1st citation in a gold box (given it is on a gold page)"),
+    (_USER, "user.right", "answer right (None rows: not_found)"),
+    (_USER, "user.page5", "page in the top 5 hits"),
+    (_USER, "user.na.not_found", "not answerable: answered not_found"),
+    (_USER, "user.withheld", "answerable: withheld as not_found"),
+)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    k, n = value
+    return f"{k / n:.3f} ({k}/{n})" if n else "—"
+
+
+def table(by_split: dict[str, dict[str, Any]]) -> str:
+    """One markdown table: a row per figure, a column per split."""
+    splits = list(by_split)
+    out = ["| set | figure | " + " | ".join(splits) + " |", "|---|---|" + "---:|" * len(splits)]
+    for name, key, label in ROWS:
+        values = [by_split[s].get(key) for s in splits]
+        if all(v is None for v in values):
+            continue
+        if key.endswith(".n"):
+            cells = [str(v[1]) if v else "—" for v in values]
+        else:
+            cells = [_cell(v) for v in values]
+        out.append(f"| {name} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def _split_pdfs(pdfs: Sequence[Path], dataset: str, split: str, limit_docs: int) -> list[Path]:
+    """The split's PDFs; with `limit_docs`, its smallest files (a quick run)."""
+    from eval.splits import split_of
+
+    mine = [p for p in pdfs if split_of(dataset, p.stem) == split]
+    if limit_docs:
+        mine = sorted(mine, key=lambda p: (p.stat().st_size, p.name))[:limit_docs]
+    return sorted(mine)
+
+
+def _financebench_questions(corpus: Any, stems: set[str], split: str) -> list[Asked]:
+    found = []
+    for case in corpus.cases:
+        if case.docs <= stems:
+            evidence = "\n".join(text for _, text in case.evidence)
+            doc = next(iter(case.docs))
+            found.append(
+                Asked(
+                    "financebench",
+                    split,
+                    case.question,
+                    doc,
+                    case.answer,
+                    pages=sorted(case.pages),
+                    evidence=evidence,
+                )
+            )
+    return found
+
+
+def _mmlongbench_questions(data: Path, stems: set[str], split: str) -> list[Asked]:
+    import ast
+
+    rows = json.loads((data / "mmlongbench_doc" / "samples.json").read_text(encoding="utf-8"))
+    found = []
+    for row in rows:
+        doc = Path(row["doc_id"]).stem
+        if doc in stems:
+            pages = sorted(int(p) for p in ast.literal_eval(row["evidence_pages"]))
+            found.append(
+                Asked(
+                    "mmlongbench",
+                    split,
+                    row["question"],
+                    doc,
+                    str(row["answer"]),
+                    answer_format=row["answer_format"],
+                    pages=pages,
+                )
+            )
+    return found
+
+
+def _user_questions(
+    rows: Sequence[dict[str, Any]], dataset: str, stems: set[str], split: str
+) -> list[Asked]:
+    return [
+        Asked(
+            f"user:{dataset}",
+            split,
+            r["question"],
+            r["doc"],
+            str(r["answer"]),
+            answer_format=str(r.get("answer_format") or ""),
+            pages=[int(r["page"])] if r.get("page") else [],
+        )
+        for r in rows
+        if r["dataset"] == dataset and r["doc"] in stems
+    ]
+
+
+def _run_index(
+    dataset: str, split: str, args: argparse.Namespace, users: Sequence[dict[str, Any]]
+) -> tuple[dict[str, Figure], list[Asked], str]:
+    """Open (or build) the index of one (dataset, split) and ask every question of it."""
+    from eval.answer_sets import doc_ids_by_stem
+    from eval.retrieval_data import load_corpus
+    from eval.retrieval_index import open_folio
+
+    corpus = load_corpus(dataset, args.data)
+    pdfs = _split_pdfs(corpus.pdfs, dataset, split, args.limit_docs)
+    name = f"{dataset}-{split}" + (f"-{args.limit_docs}docs" if args.limit_docs else "")
+    started = time.perf_counter()
+    index = open_folio(name, pdfs, args.work, ocr=args.ocr, seed=dataset)
+    log.info("%s: %d PDFs, %d pages (%s)", name, len(pdfs), index.pages, index.directory)
+    services = index.services
+    try:
+        stems = set(doc_ids_by_stem(services))
+        if dataset == "financebench":
+            asked = _financebench_questions(corpus, stems, split)
+        else:
+            asked = _mmlongbench_questions(args.data, stems, split)
+        ask_all(services, asked, pdfs)
+        mine = _user_questions(users, dataset, stems, split)
+        ask_all(services, mine, pdfs)
+        if dataset == "financebench":
+            wrong = [Asked("wrong:financebench", split, a.question, a.doc, a.gold) for a in asked]
+            filters = wrong_doc_requests(services, wrong)
+            kept = [(w, f) for w, f in zip(wrong, filters, strict=True) if f is not None]
+            wrong = [w for w, _ in kept]
+            ask_all(services, wrong, pdfs, [f for _, f in kept])
+            figures = financebench_figures(asked, wrong, lambda w: chance_of(services, w))
+        else:
+            from eval.evidence_boxes import load_box_cases
+
+            boxes = {c.question: c for c in load_box_cases(args.data, pdfs)}
+            wrong = []
+            figures = mmlongbench_figures(asked, boxes)
+    finally:
+        services.close()
+    took = time.perf_counter() - started
+    note = f"{name}: {len(pdfs)} PDFs, {index.pages} pages, {index.directory}, {took:.0f} s"
+    return figures, [*asked, *mine, *wrong], note
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("tune", "check", "all"), default="tune")
+    parser.add_argument("--dataset", action="append", choices=SETS, help="default: both")
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
+    parser.add_argument("--ocr", choices=("never", "auto"), default="never")
+    parser.add_argument("--limit-docs", type=int, default=0, help="the split's N smallest PDFs")
+    parser.add_argument("--user-questions", type=Path, default=USER_QUESTIONS)
+    parser.add_argument("--results", type=Path, help="default .bench/results/answers-<split>.json")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(message)s",
+    )
+    if not (args.data / "financebench").is_dir():
+        print(f"skipped: {args.data} not found (the benchmark reads ../shared/data in place)")
+        return 0
+    datasets = args.dataset or list(SETS)
+    splits = ["tune", "check"] if args.split == "all" else [args.split]
+    users = load_user_questions(args.user_questions)
+    by_split: dict[str, dict[str, Figure]] = {s: {} for s in splits}
+    records: list[dict[str, Any]] = []
+    notes = []
+    for split in splits:
+        for dataset in datasets:
+            figures, asked, note = _run_index(dataset, split, args, users)
+            by_split[split].update(figures)
+            records.extend(a.dump() for a in asked)
+            notes.append(note)
+    for split in splits:  # user questions of every set asked, judged together
+        mine = [Asked(**r) for r in records if r["split"] == split and r["dataset"][:5] == "user:"]
+        if mine:
+            by_split[split].update(user_figures(mine))
+    command = f"python -m eval answers --split {args.split}"
+    command += "".join(f" --dataset {d}" for d in args.dataset or ())
+    if args.limit_docs:
+        command += f" --limit-docs {args.limit_docs}"
+    if args.ocr != "never":
+        command += f" --ocr {args.ocr}"
+    print(table(by_split))
+    print()
+    for note in notes:
+        print(f"- {note}")
+    if users:
+        print(f"- user questions: {len(users)} rows in {args.user_questions}")
+    else:
+        print(f"- user questions: none ({args.user_questions} absent)")
+    print(f"\ncommand: {command}")
+    path = args.results or Path(".bench/results") / f"answers-{args.split}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = {"command": command, "figures": by_split, "indexes": notes, "questions": records}
+    path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
