@@ -9,15 +9,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from ingest.events import IngestEvent
-from ingest.options import IngestSummary
 from ingest.records import DocStatus, DocumentRecord, Tombstone
 from ocr_engine.errors import FolioError
 from retrieval.schema import QueryRequest, QueryResponse
+
+if TYPE_CHECKING:  # ingest.options imports PyMuPDF: a command through the API does not need it
+    from ingest.options import IngestSummary
 
 __all__ = ["RemoteError", "RemoteFolio"]
 
@@ -60,7 +62,7 @@ class RemoteFolio:
         body = {"paths": [str(p.resolve()) for p in paths], "force": force}
         with self._events(on_event):
             response = self._call("POST", "/ingest", json=body, timeout=None)
-        return IngestSummary.model_validate(response.json())
+        return _summary(response)
 
     def retry(
         self, *, include_permanent: bool, on_event: Callable[[IngestEvent], None]
@@ -68,7 +70,7 @@ class RemoteFolio:
         """Process the server's failed documents again now (`POST /retry`)."""
         with self._events(on_event):
             response = self._call("POST", "/retry", json={"all": include_permanent}, timeout=None)
-        return IngestSummary.model_validate(response.json())
+        return _summary(response)
 
     @contextmanager
     def _events(self, on_event: Callable[[IngestEvent], None]) -> Iterator[None]:
@@ -127,3 +129,10 @@ def _message(response: httpx.Response) -> str:
         return str(error["message"])
     except (ValueError, KeyError, TypeError):
         return response.text[:300]
+
+
+def _summary(response: httpx.Response) -> IngestSummary:
+    """The `IngestSummary` a sync through the server answered (imported here, when one ran)."""
+    from ingest.options import IngestSummary
+
+    return IngestSummary.model_validate(response.json())
