@@ -265,6 +265,14 @@ def _user_questions(
     ]
 
 
+def _asks_docugami(users: Sequence[dict[str, Any]], splits: Sequence[str]) -> bool:
+    from eval.splits import split_of
+
+    return any(
+        r["dataset"] == "docugami" and split_of("docugami", r["doc"]) in splits for r in users
+    )
+
+
 def _run_index(
     dataset: str, split: str, args: argparse.Namespace, users: Sequence[dict[str, Any]]
 ) -> tuple[dict[str, Figure], list[Asked], str]:
@@ -284,8 +292,10 @@ def _run_index(
         stems = set(doc_ids_by_stem(services))
         if dataset == "financebench":
             asked = _financebench_questions(corpus, stems, split)
-        else:
+        elif dataset == "mmlongbench":
             asked = _mmlongbench_questions(args.data, stems, split)
+        else:  # Docugami: its index serves the user questions on its filings alone
+            asked = []
         ask_all(services, asked, pdfs)
         mine = _user_questions(users, dataset, stems, split)
         ask_all(services, mine, pdfs)
@@ -296,12 +306,14 @@ def _run_index(
             wrong = [w for w, _ in kept]
             ask_all(services, wrong, pdfs, [f for _, f in kept])
             figures = financebench_figures(asked, wrong, lambda w: chance_of(services, w))
-        else:
+        elif dataset == "mmlongbench":
             from eval.evidence_boxes import load_box_cases
 
             boxes = {c.question: c for c in load_box_cases(args.data, pdfs)}
             wrong = []
             figures = mmlongbench_figures(asked, boxes)
+        else:
+            wrong, figures = [], {}
     finally:
         services.close()
     took = time.perf_counter() - started
@@ -312,7 +324,12 @@ def _run_index(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("tune", "check", "all"), default="tune")
-    parser.add_argument("--dataset", action="append", choices=SETS, help="default: both")
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        choices=(*SETS, "docugami"),
+        help="default: FinanceBench, MMLongBench-Doc, and Docugami where user questions ask it",
+    )
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
     parser.add_argument("--ocr", choices=("never", "auto"), default="never")
@@ -328,9 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data / "financebench").is_dir():
         print(f"skipped: {args.data} not found (the benchmark reads ../shared/data in place)")
         return 0
-    datasets = args.dataset or list(SETS)
     splits = ["tune", "check"] if args.split == "all" else [args.split]
     users = load_user_questions(args.user_questions)
+    datasets = args.dataset or [*SETS, *(["docugami"] if _asks_docugami(users, splits) else [])]
     by_split: dict[str, dict[str, Figure]] = {s: {} for s in splits}
     records: list[dict[str, Any]] = []
     notes = []
