@@ -80,14 +80,14 @@ def extract(
             file.read_bytes(), source=file.name, password=password, options=options
         )
     except BadInputError as exc:
-        typer.echo(f"{file.name}: {exc}", err=True)
+        typer.echo(shown(f"{file.name}: {without_name(str(exc), file.name)}"), err=True)
         raise typer.Exit(1) from None
     text = document.model_dump_json(indent=1)
     if out is None:
         typer.echo(text)
     else:
         out.write_text(text, encoding="utf-8")
-        typer.echo(f"{file.name}: {document.page_count} pages -> {out}", err=True)
+        typer.echo(shown(f"{file.name}: {document.page_count} pages -> {out}"), err=True)
 
 
 @app.command()
@@ -104,7 +104,7 @@ def ingest(
     setup_logging(verbose)
     missing = [p for p in paths if not p.exists()]
     for path in missing:
-        typer.echo(f"{path}: no such file or directory", err=True)
+        typer.echo(f"{shown(str(path))}: no such file or directory", err=True)
     present = [p for p in paths if p.exists()]
     if not present:
         raise typer.Exit(1)
@@ -202,12 +202,12 @@ def docs(
     for row in rows:
         typer.echo(
             f"{row['status']:<10} {row['pages']:>5} {row['chunks']:>6}  "
-            f"{str(row['doc_id'])[:12]:<12}  {row['source']}"
+            f"{str(row['doc_id'])[:12]:<12}  {shown(str(row['source']))}"
         )
         if row["card"]:  # what the document is, read from its content
-            typer.echo(f"{'':<39}{_card_shown(row['card'])}")
+            typer.echo(f"{'':<39}{shown(_card_shown(row['card']))}")
         for error in row["errors"][:3]:  # under the source, whose line names the file
-            typer.echo(f"{'':<39}{without_name(str(error), str(row['source']))[:160]}")
+            typer.echo(f"{'':<39}{shown(without_name(str(error), str(row['source'])))[:160]}")
     typer.echo(plural(len(rows), "document"), err=True)
 
 
@@ -276,13 +276,13 @@ def query(
     if response.answer is None:
         typer.echo("The documents do not answer this question. Nearest passages:")
         for hit in response.hits[:top_k]:
-            typer.echo(f"  {hit.source} p.{hit.page}: {_passage(hit.text)}")
+            typer.echo(f"  {shown(hit.source)} p.{hit.page}: {_passage(hit.text)}")
         return
     typer.echo(response.answer)
     for c in response.citations:
         box = ", ".join(f"{v:.0f}" for v in c.bbox)
         link = f"{base}{c.viewer_url}" if base and c.viewer_url else c.highlight_url
-        typer.echo(f"  [{c.n}] {c.source} p.{c.page} [{box}]  {link}")
+        typer.echo(f"  [{c.n}] {shown(c.source)} p.{c.page} [{box}]  {link}")
 
 
 def _passage(text: str, length: int = 160) -> str:

@@ -137,12 +137,27 @@ def shown(name: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
+class OneLine(logging.Filter):
+    """Each record on one line: control characters of its message (a file name's newline)
+    escaped as `shown` does; a traceback after it is left as it is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        escaped = shown(message)
+        if escaped != message:
+            record.msg, record.args = escaped, None
+        return True
+
+
 def setup_logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, OneLine) for f in handler.filters):
+            handler.addFilter(OneLine())
 
 
 class Progress:
@@ -244,12 +259,12 @@ def report(summary: Any) -> int:
     )
     for result in summary.results:
         if result.status is FileStatus.partial:
-            typer.echo(f"PARTIAL {shown(result.path)}: {result.error}", err=True)
+            typer.echo(f"PARTIAL {shown(result.path)}: {shown(result.error or '')}", err=True)
     for result in summary.results:
         if result.status is FileStatus.failed:
             again = " (will be retried)" if result.retry else ""
             name = shown(result.path or result.source)
-            reason = without_name(result.error or "", result.source)
+            reason = shown(without_name(result.error or "", result.source))
             typer.echo(f"FAILED {name}: {reason}{again}", err=True)
     return summary.failed
 
