@@ -65,9 +65,9 @@ class Render:
 
 
 @dataclass(frozen=True)
-class Stack:
-    """Renders of regions of one page shown one under the other, a rule between them (a table
-    cell's column headings over its row, the rows between left out)."""
+class Row:
+    """Renders of regions of one page shown side by side, a rule between them (a table row's
+    label and its cited cell, the columns between left out)."""
 
     parts: list[Render]
 
@@ -75,26 +75,54 @@ class Stack:
     def dpi(self) -> int:
         return min(part.dpi for part in self.parts)
 
+    def drawn(self, highlights: list[Box]) -> Image.Image:
+        """The parts as one image, each with `highlights` drawn where they fall on it."""
+        images = [part.drawn(highlights) for part in self.parts]
+        return _joined(images, across=True)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Renders of regions of one page shown one under the other, a rule between them (a table
+    cell's column headings over its row, the rows between left out); each may be a Row."""
+
+    parts: list[Render | Row]
+
+    @property
+    def dpi(self) -> int:
+        return min(part.dpi for part in self.parts)
+
     def png(self, highlights: list[Box]) -> bytes:
         """The parts as one PNG, each with `highlights` drawn where they fall on it."""
-        images = [part.drawn(highlights) for part in self.parts]
-        width = max(image.width for image in images)
-        height = sum(image.height for image in images) + _RULE * (len(images) - 1)
-        canvas = Image.new("RGB", (width, height), (255, 255, 255))
-        draw = ImageDraw.Draw(canvas)
-        top = 0
-        for i, image in enumerate(images):
-            if i:
-                draw.rectangle((0, top, width, top + _RULE - 1), fill=_RULE_COLOUR)
-                top += _RULE
-            canvas.paste(image, (0, top))
-            top += image.height
-        return _png(canvas)
+        return _png(_joined([part.drawn(highlights) for part in self.parts], across=False))
 
 
-def stacked(parts: list[Render]) -> Render | Stack:
+def _joined(images: list[Image.Image], *, across: bool) -> Image.Image:
+    """`images` side by side (`across`) or one under the other, a grey rule between each two."""
+    if len(images) == 1:
+        return images[0]
+    rules = _RULE * (len(images) - 1)
+    if across:
+        size = (sum(i.width for i in images) + rules, max(i.height for i in images))
+    else:
+        size = (max(i.width for i in images), sum(i.height for i in images) + rules)
+    canvas = Image.new("RGB", size, (255, 255, 255))
+    draw = ImageDraw.Draw(canvas)
+    at = 0
+    for i, image in enumerate(images):
+        if i:
+            rule = (at, 0, at + _RULE - 1, size[1]) if across else (0, at, size[0], at + _RULE - 1)
+            draw.rectangle(rule, fill=_RULE_COLOUR)
+            at += _RULE
+        canvas.paste(image, (at, 0) if across else (0, at))
+        at += image.width if across else image.height
+    return canvas
+
+
+def stacked(parts: list[Render | Row]) -> Render | Stack:
     """One render alone, or several shown one under the other."""
-    return parts[0] if len(parts) == 1 else Stack(parts)
+    only = parts[0]
+    return only if len(parts) == 1 and isinstance(only, Render) else Stack(parts)
 
 
 def _png(image: Image.Image) -> bytes:
@@ -120,6 +148,7 @@ class PageRenderer:
         self._cached = 0
         self._rects: OrderedDict[tuple[str, int], pymupdf.Rect] = OrderedDict()
         self._lines: OrderedDict[tuple[str, int], list[Box]] = OrderedDict()
+        self._words: OrderedDict[tuple[str, int], list[Box]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -158,6 +187,17 @@ class PageRenderer:
 
         try:
             return self._page_fact(self._lines, pdf, number, read)
+        except (pymupdf.mupdf.FzErrorBase, pymupdf.FileDataError) as exc:
+            raise UnrenderablePageError(f"page {number} cannot be read: {exc}") from None
+
+    def text_words(self, pdf: Path, number: int) -> list[Box]:
+        """The boxes of the text layer's words on page `number` (none on a scanned page)."""
+
+        def read(page: pymupdf.Page) -> list[Box]:
+            return [tuple(word[:4]) for word in page.get_text("words")]
+
+        try:
+            return self._page_fact(self._words, pdf, number, read)
         except (pymupdf.mupdf.FzErrorBase, pymupdf.FileDataError) as exc:
             raise UnrenderablePageError(f"page {number} cannot be read: {exc}") from None
 

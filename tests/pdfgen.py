@@ -142,3 +142,38 @@ BAD_INPUTS = {
     "locked.pdf": encrypted_pdf,
     "empty-tree.pdf": zero_page_pdf,
 }
+
+
+WIDE_TABLE_YEARS = ["2017", "2018", "2019", "2020", "2021", "2022", "2023"]
+WIDE_TABLE_ROWS = [
+    ("Property and equipment", ["1,204", "1,310", "1,452", "1,617", "1,733", "1,890", "2,046"]),
+    ("Total revenues", ["8,311", "9,027", "9,583", "10,329", "11,452", "12,068", "13,190"]),
+    ("Operating expenses", ["6,102", "6,644", "7,015", "7,388", "8,120", "8,677", "9,210"]),
+]
+
+
+def wide_table_pdf(fontsize: float = 8.0) -> bytes:
+    """A page with a sentence and an unruled table of a label column and seven years' figures
+    (right-aligned) across the whole width, in `fontsize` points, as annual reports set them."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((72, 72), "Selected financial data", fontsize=14, fontname="hebo")
+    page.insert_textbox(
+        pymupdf.Rect(72, 90, 540, 130),
+        "The table below shows seven years of results (in millions of dollars).",
+        fontsize=10,
+    )
+    rights = [250 + 44 * i for i in range(len(WIDE_TABLE_YEARS))]  # the last column ends at 514
+    y = 160.0
+    for x_right, year in zip(rights, WIDE_TABLE_YEARS, strict=True):
+        width = pymupdf.get_text_length(year, fontsize=fontsize, fontname="hebo")
+        page.insert_text((x_right - width, y), year, fontsize=fontsize, fontname="hebo")
+    for label, figures in WIDE_TABLE_ROWS:
+        y += 2 * fontsize
+        page.insert_text((72, y), label, fontsize=fontsize)
+        for x_right, value in zip(rights, figures, strict=True):
+            width = pymupdf.get_text_length(value, fontsize=fontsize)
+            page.insert_text((x_right - width, y), value, fontsize=fontsize)
+    data = doc.tobytes()
+    doc.close()
+    return data

@@ -4,13 +4,17 @@ and crops of just the cited region (with a margin), its supporting lines highlig
 from __future__ import annotations
 
 import html
+import math
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, Response
 
+from ingest.records import UnknownDocumentError
 from ocr_engine.geometry import Box
+from ocr_engine.schema import Page
 from retrieval.links import page_image_url, parse_boxes, viewer_url
+from server.crop_columns import Span, kept_columns
 from server.deps import (
     ApiError,
     DocId,
@@ -24,11 +28,13 @@ from server.deps import (
     render_dpi,
     rendering_errors,
 )
-from server.pages import stacked
+from server.pages import Render, Row, stacked
 
-__all__ = ["CROP_DPI", "router"]
+__all__ = ["CROP_DPI", "MIN_LINE_PX", "router"]
 
 CROP_DPI = 144  # crops are small: render sharper than whole pages
+MIN_LINE_PX = 26  # a table cell's crop draws its text line this high at least: capitals >= 12 px
+_AIR = 6.0  # points kept either side of where two kept columns of a crop meet
 MAX_MARGIN = 144.0
 
 router = APIRouter()
@@ -100,7 +106,9 @@ def page_crop(
 ) -> Response:
     """The cited region of page `n` with a margin around it (clamped to the page), `highlight`
     boxes drawn; several regions (a table cell's column headings and its row) are shown one
-    under the other; `X-Folio-Render-Dpi` says the resolution used."""
+    under the other; a cell highlighted in a row much wider than it is shown with its row's
+    label and its column's headings only, the columns between left out, its text drawn at
+    least MIN_LINE_PX high; `X-Folio-Render-Dpi` says the resolution used."""
     page_record_or_404(svc, doc_id, n)
     use_dpi = render_dpi(svc, dpi, min(CROP_DPI, svc.settings.max_render_dpi))
     try:
@@ -111,10 +119,49 @@ def page_crop(
     with rendering_errors(doc_id, "invalid_bbox"):
         pdf = svc.files.pdf_path(doc_id)
         regions = _with_margins(parts, margin)
+        lines = renderer.text_lines(pdf, n)
         if margin > 0:  # a margin asked for is a margin of whole lines; 0 is the box itself
-            regions = _clear_of_lines(regions, parts, renderer.text_lines(pdf, n))
-        renders = [renderer.render(pdf, n, use_dpi, box) for box in regions]
-        return png_response(stacked(renders), boxes)
+            regions = _clear_of_lines(regions, parts, lines)
+        words = renderer.text_words(pdf, n)
+        spans = kept_columns(parts, boxes, _stored_page(svc, doc_id, n), words)
+        if spans is None:
+            renders = [renderer.render(pdf, n, use_dpi, box) for box in regions]
+            return png_response(stacked(list(renders)), boxes)
+        if dpi is None:  # a cell's text is drawn at least MIN_LINE_PX high
+            use_dpi = min(max(use_dpi, _readable_dpi(boxes[0], lines)), svc.settings.max_render_dpi)
+        left, right = regions[0][0], regions[0][2]  # every region is as wide as the widest
+        cut = [(max(x0, left), min(x1, right)) for x0, x1 in _padded(spans, margin)]
+        rows: list[Render | Row] = [
+            Row([renderer.render(pdf, n, use_dpi, (x0, y0, x1, y1)) for x0, x1 in cut])
+            for _, y0, _, y1 in regions
+        ]
+        return png_response(stacked(rows), boxes)
+
+
+def _stored_page(svc: Svc, doc_id: str, n: int) -> Page | None:
+    """Page `n` of the document's JSON (its table cells), or None while there is none."""
+    try:
+        return svc.files.page(doc_id, n)
+    except (UnknownDocumentError, KeyError, OSError, ValueError):
+        return None
+
+
+def _padded(spans: list[Span], margin: float) -> list[Span]:
+    """The kept columns with `margin` outside them all and a little air where two meet."""
+    air = min(margin, _AIR)
+    last = len(spans) - 1
+    return [
+        (x0 - (margin if i == 0 else air), x1 + (margin if i == last else air))
+        for i, (x0, x1) in enumerate(spans)
+    ]
+
+
+def _readable_dpi(cell: Box, lines: list[Box]) -> int:
+    """The dpi at which the text line of `cell` (else the cell) is MIN_LINE_PX high."""
+    middle = (cell[1] + cell[3]) / 2
+    heights = [ln[3] - ln[1] for ln in lines if ln[1] <= middle <= ln[3] and ln[3] > ln[1]]
+    height = min(heights) if heights else cell[3] - cell[1]
+    return math.ceil(72 * MIN_LINE_PX / max(height, 1.0))
 
 
 @router.get(
