@@ -31,9 +31,10 @@ from dataclasses import dataclass
 
 from ocr_engine.errors import EngineOutputError
 from ocr_engine.geometry import Box, from_grid, rounded, union
-from ocr_engine.html_table import TABLE_SPAN, parse_html_table
-from ocr_engine.line_boxes import CHAR_RATIO, estimate_lines, estimate_pitch, visible_length
-from ocr_engine.schema import Block, BlockType, Line
+from ocr_engine.html_table import TABLE_SPAN
+from ocr_engine.line_boxes import CHAR_RATIO, estimate_pitch, visible_length
+from ocr_engine.schema import Block, BlockType
+from ocr_engine.vlm_blocks import Draft, heading, make_block, smart_resize
 
 __all__ = [
     "DEEPSEEK_OCR",
@@ -57,7 +58,6 @@ _TAG = re.compile(
     re.M,
 )
 _BOX = re.compile(r"\[\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*\]")
-_HASHES = re.compile(r"^(#{1,6})[ \t]*")
 _CENTER = re.compile(r"</?center>", re.I)
 
 LABELS: dict[str, BlockType] = {
@@ -87,17 +87,6 @@ class _Segment:
     label: str
     boxes: list[Box]
     content: str
-    html: str | None = None
-
-
-@dataclass(slots=True)
-class _Draft:
-    """A block before ids and lines: type, box in points, text."""
-
-    type: BlockType
-    bbox: Box
-    text: str
-    level: int | None = None
     html: str | None = None
 
 
@@ -158,8 +147,8 @@ def parse_grounding(
     drafts = [draft for segment in segments for draft in _drafts(segment, frame)]
     lead = _tidy(cleaned[: matches[0].start()])
     if lead:
-        drafts.insert(0, _Draft(BlockType.text, _lead_box(lead, drafts, frame), lead))
-    return [_block(draft, page_number, index) for index, draft in enumerate(drafts)]
+        drafts.insert(0, Draft(BlockType.text, _lead_box(lead, drafts, frame), lead))
+    return [make_block(draft, page_number, index) for index, draft in enumerate(drafts)]
 
 
 def _tidy(content: str) -> str:
@@ -212,26 +201,22 @@ def _captions_first(segments: list[_Segment]) -> None:
         i += 1
 
 
-def _drafts(segment: _Segment, frame: _Frame) -> list[_Draft]:
+def _drafts(segment: _Segment, frame: _Frame) -> list[Draft]:
     kind = LABELS.get(segment.label, BlockType.text)
     boxes = [frame.box(b) for b in segment.boxes] or [frame.page]
     text = _tidy(segment.content)
     if kind == BlockType.table:
         box = union(boxes)
-        table = _Draft(kind, box, "", html=segment.html)
-        return [table, _Draft(BlockType.text, box, text)] if text else [table]
+        table = Draft(kind, box, "", html=segment.html)
+        return [table, Draft(BlockType.text, box, text)] if text else [table]
     if kind == BlockType.figure:
-        return [_Draft(kind, box, "") for box in boxes]
-    level = None
-    if kind in (BlockType.title, BlockType.section_header):
-        hashes = _HASHES.match(text)
-        level = len(hashes.group(1)) if hashes else (1 if kind == BlockType.title else 2)
-        text = _HASHES.sub("", text)
+        return [Draft(kind, box, "") for box in boxes]
+    text, level = heading(kind, text)
     if len(boxes) == 1:
-        return [_Draft(kind, boxes[0], text, level=level)]
+        return [Draft(kind, boxes[0], text, level=level)]
     areas = [max((b[2] - b[0]) * (b[3] - b[1]), 1e-6) for b in boxes]
     parts = _split_text(text, areas)
-    return [_Draft(kind, box, part, level=level) for box, part in zip(boxes, parts, strict=True)]
+    return [Draft(kind, box, part, level=level) for box, part in zip(boxes, parts, strict=True)]
 
 
 def _split_text(text: str, weights: list[float]) -> list[str]:
@@ -255,7 +240,7 @@ def _split_text(text: str, weights: list[float]) -> list[str]:
     return ["".join(p).strip() for p in parts]
 
 
-def _lead_box(text: str, drafts: list[_Draft], frame: _Frame) -> Box:
+def _lead_box(text: str, drafts: list[Draft], frame: _Frame) -> Box:
     """Where untagged text at the top of the output probably is (see the module docstring)."""
     if not drafts:
         return frame.page
@@ -270,43 +255,6 @@ def _lead_box(text: str, drafts: list[_Draft], frame: _Frame) -> Box:
     bottom = max(below[1] - pitch, frame.y0 + pitch)
     top = max(frame.y0, bottom - lines * pitch)
     return (column[0], round(top, 2), column[2], round(bottom, 2))
-
-
-def _block(draft: _Draft, page_number: int, index: int) -> Block:
-    block_id = f"p{page_number}-b{index}"
-    if draft.type == BlockType.table:
-        if draft.html is None:
-            return Block(id=block_id, type=BlockType.table, bbox=draft.bbox, text="")
-        table = parse_html_table(draft.html, draft.bbox)
-        x0, y0, x1, y1 = draft.bbox
-        pitch = (y1 - y0) / max(table.n_rows, 1)
-        lines = [
-            Line(text=row, bbox=(x0, round(y0 + i * pitch, 2), x1, round(y0 + (i + 1) * pitch, 2)))
-            for i, row in enumerate(table.rows)
-        ]
-        return Block(
-            id=block_id,
-            type=BlockType.table,
-            bbox=draft.bbox,
-            text=table.markdown,
-            lines=lines,
-            html=draft.html,
-            cells=table.cells,
-        )
-    if draft.type == BlockType.figure or not draft.text:
-        lines = []
-    elif draft.type == BlockType.formula:
-        lines = [Line(text=draft.text, bbox=draft.bbox)]
-    else:
-        lines = estimate_lines(draft.text, draft.bbox)
-    return Block(
-        id=block_id,
-        type=draft.type,
-        bbox=draft.bbox,
-        text=draft.text,
-        level=draft.level,
-        lines=lines,
-    )
 
 
 def detect_repetition(text: str, *, min_span: int = 200, min_repeats: int = 8) -> bool:
@@ -346,9 +294,15 @@ class OcrProfile:
     min_tiles: int = 2
     max_tiles: int = 6
     text_tokens: int = 20
+    patch_px: int = 0  # > 0: a Qwen2-VL vision tower, one token a patch of the smart-resized image
+    pixel_boxes: bool = False  # the parser also takes the image's `width_px` and `height_px`
+    two_step: bool = False  # layout first, then one request a region (MinerU2.5)
 
     def prompt_tokens(self, width_px: int, height_px: int) -> int:
         """An upper estimate of the prompt's tokens (image and text) for an image of this size."""
+        if self.patch_px:
+            height, width = smart_resize(height_px, width_px, factor=self.patch_px)
+            return height * width // self.patch_px**2 + self.text_tokens
         if width_px <= self.tile_px and height_px <= self.tile_px:
             cols = rows = 0
         else:

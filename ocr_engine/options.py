@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-__all__ = ["CpuOcrOptions", "ExtractOptions", "OcrMode", "VLLMOptions"]
+__all__ = ["CpuOcrOptions", "ExtractOptions", "OcrFamily", "OcrMode", "VLLMOptions", "ocr_family"]
 
 DEFAULT_OCR_MODEL = "deepseek-ai/DeepSeek-OCR"
 
@@ -17,6 +17,29 @@ class OcrMode(StrEnum):
     auto = "auto"
     always = "always"
     never = "never"
+
+
+class OcrFamily(StrEnum):
+    """The output grammar and request protocol a served OCR model follows."""
+
+    deepseek = "deepseek"  # DeepSeek-OCR / -2: grounding markdown, one request a page
+    dots = "dots"  # dots.ocr: a JSON layout with text, one request a page
+    mineru = "mineru"  # MinerU2.5: a layout request, then one request a region
+
+
+# the context (vLLM's --max-model-len) each family is served with in docker-compose.yml
+_FAMILY_CONTEXT = {OcrFamily.deepseek: 8192, OcrFamily.dots: 32768, OcrFamily.mineru: 16384}
+
+
+def ocr_family(model: str) -> OcrFamily:
+    """The family of a served model name (`FOLIO_OCR_MODEL`): dots.ocr and MinerU by name,
+    DeepSeek-OCR otherwise (vLLM may serve a model under any ``--served-model-name``)."""
+    name = model.lower().replace("_", "-").replace(".", "-")
+    if "dots-ocr" in name or "dotsocr" in name:
+        return OcrFamily.dots
+    if "mineru" in name:
+        return OcrFamily.mineru
+    return OcrFamily.deepseek
 
 
 class VLLMOptions(BaseModel):
@@ -39,6 +62,13 @@ class VLLMOptions(BaseModel):
     window_size: int = Field(default=90, ge=2)
     strict_ngram_size: int = Field(default=20, ge=2)
     strict_window_size: int = Field(default=50, ge=2)
+
+    @model_validator(mode="after")
+    def _family_context(self) -> VLLMOptions:
+        """A context not given is the one the model's family is served with."""
+        if "context_tokens" not in self.model_fields_set:
+            self.context_tokens = _FAMILY_CONTEXT[ocr_family(self.model)]
+        return self
 
     @field_validator("urls")
     @classmethod

@@ -9,6 +9,11 @@ that still fails comes back `failed` with a `PageError` (code `endpoint_unavaila
 `http_error`, `truncated`, `repetition_loop`, `bad_output` or `render_failed`); the caller
 chooses a fallback. Render workers are started with multiprocessing's "spawn": a script that calls
 the engine at import time needs the usual ``if __name__ == "__main__":`` guard.
+
+The served model (`VLLMOptions.model`) picks the protocol (`vllm_request.model_profile`):
+DeepSeek-OCR and dots.ocr answer one request a page; MinerU2.5 answers a layout request, then
+one request a region, its crops rendered from the PDF in a thread (`ocr_engine.mineru`), and a
+page fails when any of its requests does.
 """
 
 from __future__ import annotations
@@ -27,16 +32,18 @@ from functools import partial
 import httpx
 import pymupdf
 
-from ocr_engine.deepseek import detect_repetition, profile_for
+from ocr_engine.deepseek import detect_repetition
 from ocr_engine.engine import PageWindow
 from ocr_engine.errors import BadInputError, EngineOutputError, EngineUnavailableError
 from ocr_engine.geometry import Box
+from ocr_engine.mineru import render_crop
 from ocr_engine.options import VLLMOptions
 from ocr_engine.pdf import open_pdf
-from ocr_engine.render import render_region
+from ocr_engine.render import RenderedPage, render_region
 from ocr_engine.render_pool import BodyBuilder, RenderPool, SourceDocument
-from ocr_engine.schema import EngineInfo, Line, Page, PageError, PageStatus
-from ocr_engine.vllm_request import request_body, strict_body
+from ocr_engine.schema import Block, EngineInfo, Line, Page, PageError, PageStatus
+from ocr_engine.vllm_regions import CropError, CropRenderer, ImageFrame, read_regions, render_crops
+from ocr_engine.vllm_request import model_profile, request_body, strict_body
 
 __all__ = ["ENGINE_NAME", "RunStats", "VLLMEngine"]
 
@@ -123,6 +130,8 @@ class _Run:
     source: SourceDocument
     build_body: BodyBuilder
     window: asyncio.Semaphore
+    pdf: bytes = b""
+    password: str | None = None
 
 
 class VLLMEngine:
@@ -141,7 +150,7 @@ class VLLMEngine:
         loop (see `ocr_engine.render_pool`): for hosts that cannot start processes."""
         self.options = options
         self.render_processes = render_processes
-        self.profile = profile_for(options.model)
+        self.profile = model_profile(options.model)
         self.info = EngineInfo(
             name=ENGINE_NAME, model=options.model, version=self.profile.prompt_version
         )
@@ -223,6 +232,8 @@ class VLLMEngine:
                         source=source,
                         build_body=partial(request_body, self.profile, options),
                         window=asyncio.Semaphore(options.max_in_flight + lookahead),
+                        pdf=pdf,
+                        password=password,
                     )
                     try:
                         async with asyncio.TaskGroup() as group:
@@ -273,16 +284,19 @@ class VLLMEngine:
         url = "data:image/png;base64," + base64.b64encode(shown.png).decode()
         body = request_body(self.profile, self.options, url, shown.width_px, shown.height_px)
         number = page.number + 1
+        frame = ImageFrame(
+            shown.width_pt, shown.height_pt, shown.x0, shown.y0, shown.width_px, shown.height_px
+        )
+
+        async def crops(regions: list[tuple[Box, int]]) -> list[RenderedPage]:
+            options = self.options
+            return [
+                render_crop(page, b, dpi=options.dpi, max_pixels=options.max_pixels, angle=a)
+                for b, a in regions
+            ]
+
         try:
-            content = asyncio.run(self._region(body, number))
-            blocks = self.profile.parser(
-                content,
-                width=shown.width_pt,
-                height=shown.height_pt,
-                page_number=number,
-                x0=shown.x0,
-                y0=shown.y0,
-            )
+            blocks = asyncio.run(self._region(body, number, frame, crops))
         except _Failure as failure:
             unavailable = failure.code in ("endpoint_unavailable", "timeout", "http_error")
             error = EngineUnavailableError if unavailable else EngineOutputError
@@ -290,10 +304,52 @@ class VLLMEngine:
         lines = [ln for b in blocks for ln in (b.lines or [Line(text=b.text, bbox=b.bbox)])]
         return [ln for ln in lines if any(c.isalnum() for c in ln.text)]
 
-    async def _region(self, body: bytes, number: int) -> str:
+    async def _region(
+        self, body: bytes, number: int, frame: ImageFrame, crops: CropRenderer
+    ) -> list[Block]:
         async with self._client() as client:
             session = _Session(client, asyncio.Semaphore(1), RunStats(pages=1))
-            return await self._ask(session, body, number)
+            content = await self._ask(session, body, number)
+            if self.profile.two_step:
+                return await self._two_step(session, number, content, frame, crops)
+            return self._parse(content, number, frame)
+
+    def _parse(self, content: str, number: int, frame: ImageFrame) -> list[Block]:
+        """The blocks of a one-request answer; raises _Failure("bad_output") when unreadable."""
+        pixels = {"width_px": frame.width_px, "height_px": frame.height_px}
+        try:
+            return self.profile.parser(
+                content,
+                width=frame.width,
+                height=frame.height,
+                page_number=number,
+                x0=frame.x0,
+                y0=frame.y0,
+                **(pixels if self.profile.pixel_boxes else {}),
+            )
+        except EngineOutputError as exc:
+            raise _Failure("bad_output", str(exc)) from exc
+
+    async def _two_step(
+        self, session: _Session, number: int, layout: str, frame: ImageFrame, render: CropRenderer
+    ) -> list[Block]:
+        """MinerU's second step (`vllm_regions.read_regions`) with this engine's requests."""
+        started = time.thread_time()
+        try:
+            return await read_regions(
+                partial(self._ask, session, number=number),
+                self.options,
+                number,
+                layout,
+                frame,
+                render,
+            )
+        except EngineOutputError as exc:
+            raise _Failure("bad_output", str(exc)) from exc
+        except CropError as exc:
+            raise _Failure("render_failed", str(exc)) from exc
+        finally:
+            session.stats.parse_cpu_s += time.thread_time() - started
 
     async def _ask(self, session: _Session, body: bytes, number: int) -> str:
         """The model's answer to `body`, asked again with the strict guard when cut or looping."""
@@ -371,20 +427,35 @@ class VLLMEngine:
             run.session.stats.render_cpu_s += rendered.render_cpu_s
             run.session.stats.encode_cpu_s += rendered.encode_cpu_s
             content = await self._ask(run.session, rendered.body, number)
-        started = time.thread_time()
-        try:
-            blocks = self.profile.parser(
-                content,
-                width=rendered.width,
-                height=rendered.height,
-                page_number=number,
-                x0=rendered.x0,
-                y0=rendered.y0,
+            frame = ImageFrame(
+                rendered.width,
+                rendered.height,
+                rendered.x0,
+                rendered.y0,
+                rendered.width_px,
+                rendered.height_px,
             )
-        except EngineOutputError as exc:
-            raise _Failure("bad_output", str(exc)) from exc
-        finally:
-            run.session.stats.parse_cpu_s += time.thread_time() - started
+            if self.profile.two_step:
+                options = self.options
+
+                async def render(regions: list[tuple[Box, int]]) -> list[RenderedPage]:
+                    return await asyncio.to_thread(
+                        render_crops,
+                        run.pdf,
+                        run.password,
+                        number,
+                        options.dpi,
+                        options.max_pixels,
+                        regions,
+                    )
+
+                blocks = await self._two_step(run.session, number, content, frame, render)
+            else:
+                started = time.thread_time()
+                try:
+                    blocks = self._parse(content, number, frame)
+                finally:
+                    run.session.stats.parse_cpu_s += time.thread_time() - started
         return Page(
             number=number,
             width=rendered.width,

@@ -1,6 +1,9 @@
-"""The chat-completions request for one page image (OCR_FORMATS.md §1.5); no I/O.
+"""The chat-completions request for one page image (OCR_FORMATS.md §1.5, §2, §3); no I/O.
 
 Kept apart from the engine so that render workers (processes) import only this to build bodies.
+The served model's family (`ocr_engine.options.ocr_family`) picks the profile: DeepSeek-OCR's
+grounding prompt, dots.ocr's layout prompt, or MinerU2.5's layout request (the page stretched to
+1036 x 1036; its regions' requests are made by the engine with `ocr_engine.mineru`).
 """
 
 from __future__ import annotations
@@ -8,12 +11,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ocr_engine.deepseek import OcrProfile
-from ocr_engine.options import VLLMOptions
+from ocr_engine.deepseek import OcrProfile, profile_for
+from ocr_engine.dots_ocr import DOTS_OCR, STRICT_REPETITION_PENALTY, dots_request
+from ocr_engine.mineru import MINERU25, STRICT_NO_REPEAT_NGRAM_SIZE, layout_request
+from ocr_engine.options import OcrFamily, VLLMOptions, ocr_family
 
-__all__ = ["WHITELIST_TOKEN_IDS", "build_request", "request_body", "strict_body"]
+__all__ = [
+    "WHITELIST_TOKEN_IDS",
+    "build_request",
+    "model_profile",
+    "request_body",
+    "strict_body",
+]
 
 WHITELIST_TOKEN_IDS = [128821, 128822]  # <td>, </td>: table cells must be allowed to repeat
+
+
+def model_profile(model: str) -> OcrProfile:
+    """The profile of a served model name: by its family, DeepSeek-OCR's variants by name."""
+    family = ocr_family(model)
+    if family is OcrFamily.dots:
+        return DOTS_OCR
+    if family is OcrFamily.mineru:
+        return MINERU25
+    return profile_for(model)
 
 
 def request_body(
@@ -40,6 +61,10 @@ def build_request(
     strict: bool = False,
 ) -> dict[str, Any]:
     """The chat-completions body for one page image (OCR_FORMATS.md §1.5)."""
+    if profile is DOTS_OCR:
+        return dots_request(options, image_url, width_px, height_px, strict=strict)
+    if profile is MINERU25:
+        return layout_request(options, image_url, width_px, height_px, strict=strict)
     max_tokens = options.max_tokens or max(
         256, options.context_tokens - profile.prompt_tokens(width_px, height_px)
     )
@@ -66,9 +91,14 @@ def build_request(
 
 
 def strict_body(body: bytes, options: VLLMOptions) -> bytes:
-    """The same request with the stricter n-gram guard, for an output that was cut or looped."""
+    """The same request with the stricter guard, for an output that was cut or looped:
+    DeepSeek's n-gram window, MinerU's no-repeat n-gram size, else a repetition penalty."""
     request = json.loads(body)
-    request["vllm_xargs"].update(
-        ngram_size=options.strict_ngram_size, window_size=options.strict_window_size
-    )
+    xargs = request.get("vllm_xargs")
+    if isinstance(xargs, dict) and "ngram_size" in xargs:
+        xargs.update(ngram_size=options.strict_ngram_size, window_size=options.strict_window_size)
+    elif isinstance(xargs, dict) and "no_repeat_ngram_size" in xargs:
+        xargs["no_repeat_ngram_size"] = STRICT_NO_REPEAT_NGRAM_SIZE
+    else:
+        request["repetition_penalty"] = STRICT_REPETITION_PENALTY
     return json.dumps(request).encode()
