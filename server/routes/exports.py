@@ -13,9 +13,11 @@ an invisible text layer on its OCR'd pages (`ocr_engine.searchable_pdf`); the Do
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from docling_core.types.doc import DoclingDocument
 from fastapi import APIRouter
@@ -58,10 +60,23 @@ def _json_path(svc: Services, record: DocumentRecord) -> Path:
     )
 
 
-def _filename(record: DocumentRecord, suffix: str) -> str:
-    stem = Path(record.source).stem or record.doc_id[:12]
-    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_. ") else "_" for c in stem)
-    return f"{safe}{suffix}"
+def _disposition(record: DocumentRecord, suffix: str) -> str:
+    """`inline` with the export's file name (RFC 6266): `filename*` the real name in UTF-8
+    (RFC 5987), `filename` an ASCII fallback (accents dropped, other letters `_`)."""
+    stem = "".join(
+        c if c.isprintable() and c not in "/\\" else "_" for c in Path(record.source).stem
+    )
+    stem = stem.strip() or record.doc_id[:12]
+    plain = unicodedata.normalize("NFKD", stem)
+    ascii_stem = "".join(
+        c if c.isascii() and (c.isalnum() or c in "-_.,()[] ") else "_"
+        for c in plain
+        if not unicodedata.combining(c)
+    )
+    if not any(c.isalnum() for c in ascii_stem):
+        ascii_stem = record.doc_id[:12]
+    encoded = quote(stem + suffix, safe="")
+    return f"inline; filename=\"{ascii_stem}{suffix}\"; filename*=UTF-8''{encoded}"
 
 
 _NOT_READY: dict[int | str, dict[str, Any]] = {
@@ -76,8 +91,7 @@ def document_json(doc_id: DocId, svc: Svc) -> FileResponse:
     return FileResponse(
         _json_path(svc, record),
         media_type="application/json",
-        filename=_filename(record, ".json"),
-        content_disposition_type="inline",
+        headers={"Content-Disposition": _disposition(record, ".json")},
     )
 
 
@@ -106,7 +120,7 @@ async def document_markdown_export(doc_id: DocId, svc: Svc) -> StreamingResponse
     return StreamingResponse(
         _markdown(document),
         media_type="text/markdown; charset=utf-8",
-        headers={"Content-Disposition": f'inline; filename="{_filename(record, ".md")}"'},
+        headers={"Content-Disposition": _disposition(record, ".md")},
     )
 
 
@@ -134,7 +148,7 @@ async def document_text_export(doc_id: DocId, svc: Svc) -> StreamingResponse:
     return StreamingResponse(
         (part.encode("utf-8") for part in document_text(document)),
         media_type="text/plain; charset=utf-8",
-        headers={"Content-Disposition": f'inline; filename="{_filename(record, ".txt")}"'},
+        headers={"Content-Disposition": _disposition(record, ".txt")},
     )
 
 
@@ -166,8 +180,7 @@ async def document_searchable_pdf(doc_id: DocId, svc: Svc) -> Response:
         raise ApiError(409, "not_available", f"no PDF stored for {record.source}") from None
     except BadInputError as exc:
         raise ApiError(409, "not_available", str(exc)) from None
-    filename = _filename(record, ".searchable.pdf")
-    headers = {"Content-Disposition": f'inline; filename="{filename}"'}
+    headers = {"Content-Disposition": _disposition(record, ".searchable.pdf")}
     return Response(data, media_type="application/pdf", headers=headers)
 
 
@@ -178,6 +191,5 @@ async def document_docling(doc_id: DocId, svc: Svc) -> Response:
     record = record_or_404(svc, doc_id)
     document = await _document(svc, record)
     body = await run_in_threadpool(lambda: to_docling(document).model_dump_json())
-    filename = _filename(record, ".docling.json")
-    headers = {"Content-Disposition": f'inline; filename="{filename}"'}
+    headers = {"Content-Disposition": _disposition(record, ".docling.json")}
     return Response(body, media_type="application/json", headers=headers)
