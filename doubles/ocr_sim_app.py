@@ -1,4 +1,7 @@
-"""The OCR simulator's ASGI app: vLLM's chat completions for DeepSeek-OCR, plus `/_sim/` admin.
+"""The OCR simulator's ASGI app: vLLM's chat completions for an OCR model, plus `/_sim/` admin.
+
+The configured model's name picks the answers' format (`doubles.ocr_sim_formats`): DeepSeek-OCR
+grounding markdown, dots.ocr JSON, or MinerU2.5's layout and region answers.
 
 Admin routes, JSON in and out:
 - `POST /_sim/register_pdf` {pdf_path | pdf_b64, text_source_path | text_source_b64, dpi,
@@ -29,7 +32,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from doubles.grounding_synth import PageImage, pdf_page_images, prompt_tokens
+from doubles.grounding_synth import PageImage, prompt_tokens
+from doubles.ocr_sim_formats import sim_page_images
 from doubles.ocr_sim_requests import (
     BadRequest,
     Fault,
@@ -39,6 +43,7 @@ from doubles.ocr_sim_requests import (
     image_and_text,
     max_tokens,
 )
+from ocr_engine.options import ocr_family
 
 __all__ = ["DEFAULT_MODEL", "SimState", "SimStats", "SimulatorConfig", "create_app"]
 
@@ -277,13 +282,14 @@ def create_app(config: SimulatorConfig) -> Starlette:
     async def register_pdf(request: Request) -> JSONResponse:
         payload = await request.json()
 
-        def work() -> list[PageImage]:
+        def work() -> tuple[list[PageImage], list[PageImage]]:
             pdf = _pdf_bytes(payload, "pdf")
             if pdf is None:
                 raise ValueError("send pdf_path or pdf_b64")
             with state.register_lock:
-                pages = pdf_page_images(
+                pages, extra = sim_page_images(
                     pdf,
+                    family=ocr_family(config.model),
                     dpi=int(payload.get("dpi", 144)),
                     max_pixels=int(payload.get("max_pixels", 6_000_000)),
                     text_source=_pdf_bytes(payload, "text_source"),
@@ -291,12 +297,13 @@ def create_app(config: SimulatorConfig) -> Starlette:
                 )
             for number, (text, origin) in (payload.get("recorded") or {}).items():
                 pages[int(number) - 1].text, pages[int(number) - 1].origin = text, origin
-            return pages
+            return pages, extra
 
         try:
-            pages = await run_in_threadpool(work)
+            pages, extra = await run_in_threadpool(work)
         except Exception as exc:  # reported to the caller, who raises it
             return JSONResponse({"detail": f"{type(exc).__name__}: {exc}"}, status_code=400)
+        _register(extra)
         return JSONResponse({"keys": _register(pages)})
 
     async def register_image(request: Request) -> JSONResponse:

@@ -1,4 +1,7 @@
-"""An OpenAI-compatible server on loopback that answers like vLLM serving DeepSeek-OCR.
+"""An OpenAI-compatible server on loopback that answers like vLLM serving an OCR model.
+
+The model name (`model`, DeepSeek-OCR by default) picks the format of the answers: DeepSeek-OCR
+grounding markdown, dots.ocr JSON or MinerU2.5's layout-then-regions (`doubles.ocr_sim_formats`).
 
 `POST /v1/chat/completions` recognises the page image by the sha256 of its decoded bytes, so every
 image must be registered first (`register_pdf` renders pages with `ocr_engine.render.render_page`,
@@ -39,13 +42,30 @@ import uvicorn
 
 from doubles.ocr_sim_app import DEFAULT_MODEL, SimState, SimStats, SimulatorConfig, create_app
 from doubles.ocr_sim_requests import Fault
+from ocr_engine.options import OcrFamily, default_context, ocr_family
 
-__all__ = ["RECORDED", "Fault", "OcrSimulator", "SimStats", "SimulatorConfig", "SimulatorError"]
+__all__ = [
+    "RECORDED",
+    "RECORDED_BY_FAMILY",
+    "Fault",
+    "OcrSimulator",
+    "SimStats",
+    "SimulatorConfig",
+    "SimulatorError",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # (PDF under ../shared/data, 1-based page) -> recorded DeepSeek-OCR output replayed for it.
 RECORDED_PDF = "docling/pdf/2305.03393v1-pg9.pdf"
 RECORDED = {(RECORDED_PDF, 1): "ocr_samples/deepseek_ocr__docling__deepseek_example.md"}
+# the same for each model family; dots.ocr's was recorded on docling's multi_page.pdf page 1
+RECORDED_BY_FAMILY: dict[OcrFamily, dict[tuple[str, int], str]] = {
+    OcrFamily.deepseek: RECORDED,
+    OcrFamily.dots: {
+        ("docling/pdf/multi_page.pdf", 1): "ocr_samples/dots_ocr__docling__dots_list.json"
+    },
+    OcrFamily.mineru: {},  # the recorded layout's page (baige_page8) is not in the shared data
+}
 _PORT_LINE = "OCR_SIMULATOR_PORT="
 
 
@@ -94,16 +114,18 @@ class OcrSimulator:
         model: str = DEFAULT_MODEL,
         process: bool = False,
         prefill_seconds: float = 0.0,
-        context_tokens: int = 8192,
+        context_tokens: int | None = None,
         api_key: str | None = None,
         start_timeout_s: float = 30.0,
     ) -> None:
+        """`model` picks the answers' format; `context_tokens` defaults to the one its family is
+        served with (`ocr_engine.options.default_context`)."""
         self.config = SimulatorConfig(
             model=model,
             capacity=capacity,
             seconds_per_token=seconds_per_token,
             prefill_seconds=prefill_seconds,
-            context_tokens=context_tokens,
+            context_tokens=context_tokens or default_context(model),
             api_key=api_key,
         )
         self.process = process
@@ -257,9 +279,10 @@ class OcrSimulator:
     def register_recorded(
         self, data_dir: Path, *, dpi: int = 144, max_pixels: int = 6_000_000
     ) -> list[str]:
-        """Pages with a recorded DeepSeek-OCR output (`RECORDED`) replay it verbatim; their keys."""
+        """Pages with a recorded output of the served model's family (`RECORDED_BY_FAMILY`)
+        replay it verbatim; their keys."""
         keys = []
-        for (relative, number), sample in RECORDED.items():
+        for (relative, number), sample in RECORDED_BY_FAMILY[ocr_family(self.config.model)].items():
             text = (data_dir / sample).read_text(encoding="utf-8")
             payload = {
                 **self._pdf_fields("pdf", data_dir / relative),
@@ -301,7 +324,7 @@ def _serve(args: argparse.Namespace) -> None:
         capacity=args.capacity,
         seconds_per_token=args.seconds_per_token,
         prefill_seconds=args.prefill_seconds,
-        context_tokens=args.context_tokens,
+        context_tokens=args.context_tokens or default_context(args.model),
         api_key=os.environ.get("OCR_SIMULATOR_API_KEY") or None,
     )
     sock = _bind_loopback(args.port)
@@ -332,7 +355,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--capacity", type=int, default=64)
     serve.add_argument("--seconds-per-token", type=float, default=0.0)
     serve.add_argument("--prefill-seconds", type=float, default=0.0)
-    serve.add_argument("--context-tokens", type=int, default=8192)
+    serve.add_argument("--context-tokens", type=int, default=0, help="0: the model's own")
     serve.add_argument("--parent-pid", type=int, default=0, help="exit when this process is gone")
     args = parser.parse_args(argv)
     _serve(args)

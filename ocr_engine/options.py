@@ -6,7 +6,15 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-__all__ = ["CpuOcrOptions", "ExtractOptions", "OcrFamily", "OcrMode", "VLLMOptions", "ocr_family"]
+__all__ = [
+    "CpuOcrOptions",
+    "ExtractOptions",
+    "OcrFamily",
+    "OcrMode",
+    "VLLMOptions",
+    "default_context",
+    "ocr_family",
+]
 
 DEFAULT_OCR_MODEL = "deepseek-ai/DeepSeek-OCR"
 
@@ -42,6 +50,11 @@ def ocr_family(model: str) -> OcrFamily:
     return OcrFamily.deepseek
 
 
+def default_context(model: str) -> int:
+    """The context (tokens) a model of this name is served with in docker-compose.yml."""
+    return _FAMILY_CONTEXT[ocr_family(model)]
+
+
 class VLLMOptions(BaseModel):
     """How to reach a vLLM (OpenAI-compatible) endpoint serving a document-OCR model."""
 
@@ -67,7 +80,7 @@ class VLLMOptions(BaseModel):
     def _family_context(self) -> VLLMOptions:
         """A context not given is the one the model's family is served with."""
         if "context_tokens" not in self.model_fields_set:
-            self.context_tokens = _FAMILY_CONTEXT[ocr_family(self.model)]
+            self.context_tokens = default_context(self.model)
         return self
 
     @field_validator("urls")
