@@ -283,6 +283,8 @@ class DocumentFiles:
     def remove(self, doc_id: str) -> None:
         for suffix in (".pdf", ".json", _PAGE_INDEX):
             self._path(doc_id, suffix).unlink(missing_ok=True)
+        for rendering in self.root.glob(f"{doc_id}.*.render.pdf"):  # an Office file's rendering
+            rendering.unlink(missing_ok=True)
 
     def sweep_temporary(self) -> int:
         """Remove temporary files a killed process left behind."""

@@ -62,7 +62,8 @@ def extract_document(
     furniture is marked (ingest marks it the same way, `FurnitureMarker`)."""
     data, default_name = read_pdf_bytes(path)
     name = source or default_name
-    with open_pdf(data, password=password, name=name) as pdf:
+    rendered = document_pdf_bytes(data, name)  # an Office file's rendering, an image wrapped
+    with open_pdf(rendered, password=password, name=name) as pdf:
         metadata = {k: str(v) for k, v in (pdf.metadata or {}).items() if k in ("title", "author")}
         marker = FurnitureMarker(pdf.page_count)
     pages = []

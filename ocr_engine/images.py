@@ -90,8 +90,11 @@ def sniff(data: bytes) -> Kind | None:
 
 
 def is_document_name(name: str) -> bool:
-    """A PDF or an accepted image by its name (what a folder scan picks up)."""
-    return Path(name).suffix.lower() in (".pdf", *IMAGE_SUFFIXES)
+    """A PDF, an accepted image or a file rendered to pages (`ocr_engine.office`) by its name
+    (what a folder scan picks up)."""
+    from ocr_engine.office import OFFICE_SUFFIXES
+
+    return Path(name).suffix.lower() in (".pdf", *IMAGE_SUFFIXES, *OFFICE_SUFFIXES)
 
 
 def _check_name(kind: Kind, name: str) -> None:
@@ -250,9 +253,14 @@ def image_to_pdf(data: bytes, name: str, *, check_name: bool = True) -> bytes:
         pdf.close()
 
 
-def document_pdf_bytes(data: bytes, name: str) -> bytes:
-    """PDF bytes of a document file: a PDF as it is, an image wrapped; the name must agree with
+def document_pdf_bytes(data: bytes, name: str, *, cache_dir: Path | None = None) -> bytes:
+    """PDF bytes of a document file: a PDF as it is, an image wrapped, an Office, HTML or
+    Markdown file rendered (kept in `cache_dir`, `ocr_engine.office`); the name must agree with
     the content when it has a known suffix (a .png that holds a JPEG or a PDF is refused)."""
+    from ocr_engine.office import is_office_name, render_pdf
+
+    if is_office_name(name):
+        return render_pdf(data, name, cache_dir=cache_dir)
     kind = sniff(data)
     named = _NAMED.get(Path(name).suffix.lower())
     if kind is None and named is not None and named != "pdf" and data:
@@ -282,9 +290,17 @@ def stored_pdf_bytes(path: Path) -> bytes | None:
     with path.open("rb") as handle:
         head = handle.read(_PDF_WINDOW)
     kind = sniff(head)
-    if kind is None or kind == "pdf":
+    if kind == "pdf":
         return None
-    made = image_to_pdf(path.read_bytes(), path.name, check_name=False)
+    if kind is None:
+        from ocr_engine.office import stored_rendering
+
+        rendered = stored_rendering(path)  # an Office file's copy: its rendering, kept beside it
+        if rendered is None:
+            return None
+        made = rendered
+    else:
+        made = image_to_pdf(path.read_bytes(), path.name, check_name=False)
     with _cache_lock:
         _cache[key] = made
         while sum(len(v) for v in _cache.values()) > _CACHE_BYTES and len(_cache) > 1:

@@ -24,6 +24,7 @@ from ingest.records import (
 )
 from ocr_engine.errors import BadInputError
 from ocr_engine.images import document_pdf_bytes, sniff
+from ocr_engine.office import check_office, is_office_name
 from server.deps import ApiError, DocId, Svc, record_or_404
 from server.shutdown import StoppableStream
 
@@ -63,6 +64,12 @@ async def _read_limited(file: UploadFile, limit: int) -> bytes:
 
 def _check_upload(data: bytes, name: str) -> None:
     """A PDF or an accepted image by its content (415 otherwise); the image is checked whole."""
+    if is_office_name(name):  # checked here, rendered by the worker (`ocr_engine.office`)
+        try:
+            check_office(data, name)
+        except BadInputError as exc:
+            raise ApiError(415, "unreadable_file", str(exc)) from None
+        return
     kind = sniff(data)
     if kind == "pdf":
         return

@@ -1,0 +1,227 @@
+"""A rendering's pages given the structure its source states, matched to the rendered lines.
+
+A block whose text is a source heading becomes a heading of the source's level, a list item's
+text a list item; where the source is a Word, PowerPoint, HTML or Markdown file, a block the
+layout guessed to be a heading that the source does not call one is text again. A source table
+whose cells are found on a page as lines becomes a table block with those cells (their boxes the
+lines' boxes), in place of the blocks it covers. Pages of any other PDF are left as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+import pymupdf
+
+from ocr_engine.geometry import Box, centre_inside, union
+from ocr_engine.office_structure import EMBEDDED_NAME, Item, SourceTable, Structure
+from ocr_engine.schema import Block, BlockType, Line, Page, TableCell
+from ocr_engine.tables import assemble
+
+__all__ = ["norm", "shape_pages", "structure_of"]
+
+log = logging.getLogger(__name__)
+
+_MARK = re.compile(
+    r"^\s*(?:[\u2022\uf0b7\uf0a7\u25aa\u25cf\u25e6\u2013\u2043\-*·▪]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s*"
+)
+_AUTHORITATIVE = {"docx", "pptx", "html", "md"}
+_HEADINGS = (BlockType.title, BlockType.section_header)
+_KEEP = (BlockType.page_header, BlockType.page_footer, BlockType.figure)
+_MIN_CELLS = 3
+_PURITY = 0.7  # at least this share of the lines inside a matched table's box are its cells
+
+
+def norm(text: str) -> str:
+    """Letters and digits only, lower case: how texts are compared."""
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def structure_of(pdf: pymupdf.Document) -> Structure | None:
+    """The source structure a rendering carries, None for any other PDF."""
+    try:
+        if EMBEDDED_NAME not in pdf.embfile_names():
+            return None
+        return Structure.model_validate_json(pdf.embfile_get(EMBEDDED_NAME))
+    except Exception as exc:  # a PDF of someone else's with a damaged embedded file
+        log.info("no readable structure in the rendering: %s", exc)
+        return None
+
+
+def _typed(page: Page, structure: Structure) -> Page:
+    items: dict[str, Item] = {}
+    for said in structure.items:
+        items.setdefault(norm(said.text), said)
+    authoritative = structure.kind in _AUTHORITATIVE
+    blocks = []
+    for block in page.blocks:
+        if block.type in (*_KEEP, BlockType.table):
+            blocks.append(block)
+            continue
+        key = norm(block.text)
+        item: Item | None = items.get(key) or items.get(norm(_MARK.sub("", block.text, count=1)))
+        if item is None and (split := _split_list(block, items)):
+            blocks.extend(split)
+            continue
+        if item is not None and (item.type != "list_item" or block.type not in _HEADINGS):
+            kind = BlockType(item.type)
+            level = (item.level or 1) if kind in _HEADINGS else None
+            blocks.append(block.model_copy(update={"type": kind, "level": level}))
+        elif authoritative and block.type in _HEADINGS:
+            blocks.append(block.model_copy(update={"type": BlockType.text, "level": None}))
+        else:
+            blocks.append(block)
+    return page.model_copy(update={"blocks": blocks})
+
+
+def _split_list(block: Block, items: dict[str, Item]) -> list[Block]:
+    """A block of several lines each of which is a source list item: one list item per line."""
+    if len(block.lines) < 2:
+        return []
+    keys = [norm(_MARK.sub("", line.text, count=1)) for line in block.lines]
+    if not all(k in items and items[k].type == "list_item" for k in keys):
+        return []
+    return [
+        block.model_copy(
+            update={
+                "type": BlockType.list_item,
+                "text": line.text,
+                "bbox": line.bbox,
+                "lines": [line],
+            }
+        )
+        for line in block.lines
+    ]
+
+
+def _lines(page: Page) -> list[tuple[Line, str]]:
+    found = [
+        (line, norm(line.text))
+        for block in page.blocks
+        if block.type not in _KEEP
+        for line in block.lines
+    ]
+    found = [(line, key) for line, key in found if key]
+    return sorted(found, key=lambda x: (round(x[0].bbox[1]), x[0].bbox[0]))
+
+
+def _match_table(table: SourceTable, lines: list[tuple[Line, str]]) -> list[TableCell] | None:
+    """The table's cells found among `lines`, or None when too few are, or not as a table."""
+    index: dict[str, list[int]] = {}
+    for i, (_, key) in enumerate(lines):
+        index.setdefault(key, []).append(i)
+    used: set[int] = set()
+    cells: list[TableCell] = []
+    matched: list[Box] = []
+    for r, row in enumerate(table.rows):
+        for c, text in enumerate(row):
+            key = norm(text)
+            if not key:
+                continue
+            picked = _pick(key, lines, index, used)
+            if not picked:
+                continue
+            box = union([lines[i][0].bbox for i in picked])
+            matched.append(box)
+            cells.append(TableCell(row=r, col=c, text=text, bbox=box, header=r == 0))
+    if len(cells) < _MIN_CELLS:
+        return None
+    region = union(matched)
+    inside = [i for i, (line, _) in enumerate(lines) if centre_inside(line.bbox, region)]
+    if not inside or len(used & set(inside)) < _PURITY * len(inside):
+        return None
+    return cells
+
+
+def _pick(
+    key: str, lines: list[tuple[Line, str]], index: dict[str, list[int]], used: set[int]
+) -> list[int]:
+    """The line(s) holding one cell's text: one line that is it, or lines in a row that make it."""
+    for i in index.get(key, ()):
+        if i not in used:
+            used.add(i)
+            return [i]
+    for i, (_, first) in enumerate(lines):
+        if i in used or len(first) < 3 or not key.startswith(first):
+            continue
+        picked, text = [i], first
+        for j in range(i + 1, len(lines)):
+            if j in used:
+                continue
+            nxt = text + lines[j][1]
+            if key.startswith(nxt):
+                picked.append(j)
+                text = nxt
+            if text == key:
+                used.update(picked)
+                return picked
+        break
+    return []
+
+
+def _table_block(cells: list[TableCell], page: int) -> Block:
+    n_rows = max(c.row for c in cells) + 1
+    n_cols = max(c.col for c in cells) + 1
+    rows = sorted({c.row for c in cells})
+    cols = sorted({c.col for c in cells})
+    packed = [  # rows and columns none of whose cells were found are left out
+        c.model_copy(
+            update={"row": rows.index(c.row), "col": cols.index(c.col), "header": c.row == rows[0]}
+        )
+        for c in cells
+    ]
+    n_rows, n_cols = len(rows), len(cols)
+    boxes = [c.bbox for c in packed if c.bbox is not None]
+    found = assemble(packed, n_rows, n_cols, union(boxes))
+    lines = [Line(text=c.text, bbox=c.bbox) for c in packed if c.bbox is not None]
+    return Block(
+        id=f"p{page}-b0",
+        type=BlockType.table,
+        bbox=found.bbox,
+        text=found.markdown,
+        lines=lines,
+        html=found.html,
+        cells=packed,
+    )
+
+
+def _tabled(page: Page, tables: Sequence[SourceTable]) -> Page:
+    blocks = list(page.blocks)
+    for table in tables:
+        probe = page.model_copy(update={"blocks": blocks})
+        cells = _match_table(table, _lines(probe))
+        if cells is None:
+            continue
+        made = _table_block(cells, page.number)
+        covered = [
+            i
+            for i, b in enumerate(blocks)
+            if b.type not in _KEEP and centre_inside(b.bbox, made.bbox)
+        ]
+        if not covered:
+            continue
+        at = covered[0]
+        blocks = [b for i, b in enumerate(blocks) if i not in set(covered)]
+        blocks.insert(at, made)
+    return page.model_copy(update={"blocks": blocks})
+
+
+def _renumbered(page: Page) -> Page:
+    blocks = [
+        b.model_copy(update={"id": f"p{page.number}-b{i}"}) for i, b in enumerate(page.blocks)
+    ]
+    return page.model_copy(update={"blocks": blocks})
+
+
+def shape_pages(pdf: pymupdf.Document, pages: list[Page]) -> list[Page]:
+    """`pages` of `pdf` with its source's structure, when `pdf` is a rendering; else as they are."""
+    structure = structure_of(pdf)
+    if structure is None:
+        return pages
+    out = []
+    for page in pages:
+        shaped = _tabled(_typed(page, structure), structure.tables)
+        out.append(_renumbered(shaped) if shaped.blocks != page.blocks else page)
+    return out

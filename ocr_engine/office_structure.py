@@ -1,0 +1,263 @@
+"""What an Office, HTML or Markdown source says about its structure, read cheaply from the source.
+
+Headings with levels (the rendering's outline, which LibreOffice and Chromium write from the
+source's heading styles and tags, and a Word title or slide titles), list items (Word numbering,
+PowerPoint bullets, `<li>`) and tables (Word and PowerPoint tables, a sheet's used cells,
+`<table>`, a CSV). `ocr_engine.office_match` matches them to the rendered page's lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from html.parser import HTMLParser
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["EMBEDDED_NAME", "Item", "SourceTable", "Structure", "source_structure"]
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_NAME = "folio-office.json"
+MAX_ROWS = 2000  # a sheet's rows kept for matching (the rendering has them all)
+MAX_COLS = 64
+
+
+class Item(BaseModel):
+    """A heading (with its level) or a list item, by its text."""
+
+    type: Literal["title", "section_header", "list_item"]
+    text: str
+    level: int | None = None
+
+
+class SourceTable(BaseModel):
+    """A table's cell texts, row by row (a merged cell's text in its first position only)."""
+
+    rows: list[list[str]]
+    name: str = ""
+
+
+class Structure(BaseModel):
+    """The source's structure, embedded in its rendering."""
+
+    kind: str
+    items: list[Item] = Field(default_factory=list)
+    tables: list[SourceTable] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _trimmed(rows: list[list[str]]) -> list[list[str]]:
+    rows = [r[:MAX_COLS] for r in rows[:MAX_ROWS]]
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if not rows:
+        return []
+    width = max((i + 1 for r in rows for i, c in enumerate(r) if c.strip()), default=0)
+    first = min((i for r in rows for i, c in enumerate(r) if c.strip()), default=0)
+    return [[_clean(c) for c in (r + [""] * width)[first:width]] for r in rows]
+
+
+def _docx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
+    import docx
+
+    document = docx.Document(io.BytesIO(data))
+    items: list[Item] = []
+    for paragraph in document.paragraphs:
+        text = _clean(paragraph.text)
+        style = (paragraph.style.name if paragraph.style is not None else "") or ""
+        if not text:
+            continue
+        if style == "Title":
+            items.append(Item(type="title", text=text, level=1))
+        elif style.startswith("Heading"):
+            digits = "".join(c for c in style if c.isdigit())
+            items.append(Item(type="section_header", text=text, level=int(digits or 1)))
+        elif _listed(paragraph, style):
+            items.append(Item(type="list_item", text=text))
+    tables = []
+    for table in document.tables:
+        rows: list[list[str]] = []
+        for row in table.rows:
+            seen: set[int] = set()
+            cells = []
+            for cell in row.cells:  # a merged cell comes once per grid column it spans
+                cells.append("" if id(cell._tc) in seen else cell.text)
+                seen.add(id(cell._tc))
+            rows.append(cells)
+        if trimmed := _trimmed(rows):
+            tables.append(SourceTable(rows=trimmed))
+    return items, tables
+
+
+def _listed(paragraph: Any, style: str) -> bool:
+    """A Word list paragraph: numbering of its own (numId 0: numbering taken away), else a list
+    style's ("List Bullet", not "List Paragraph")."""
+    ppr = paragraph._p.pPr
+    num = ppr.numPr if ppr is not None else None
+    if num is not None and num.numId is not None:
+        return str(num.numId.val) != "0"
+    return style.startswith("List ") and style != "List Paragraph"
+
+
+_BULLETS = ("buChar", "buAutoNum")
+
+
+def _pptx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
+    import pptx
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
+    deck = pptx.Presentation(io.BytesIO(data))
+    items: list[Item] = []
+    tables: list[SourceTable] = []
+    titles = (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE)
+    for slide in deck.slides:
+        for shape in slide.shapes:
+            if shape.has_text_frame:
+                is_title = shape.is_placeholder and shape.placeholder_format.type in titles
+                body = shape.is_placeholder and not is_title
+                for paragraph in shape.text_frame.paragraphs:
+                    text = _clean("".join(r.text for r in paragraph.runs))
+                    if not text:
+                        continue
+                    ppr = paragraph._p.pPr
+                    marks = ppr is not None and any(
+                        child.tag.endswith(_BULLETS) for child in ppr.iterchildren()
+                    )
+                    if is_title:
+                        items.append(Item(type="title", text=text, level=1))
+                    elif marks or (body and paragraph.level > 0):
+                        items.append(Item(type="list_item", text=text))
+            if getattr(shape, "has_table", False):
+                rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
+                if trimmed := _trimmed(rows):
+                    tables.append(SourceTable(rows=trimmed))
+    return items, tables
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _xlsx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
+    import openpyxl
+
+    book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    tables = []
+    try:
+        for sheet in book.worksheets:
+            rows = [
+                [_shown(v) for v in row]
+                for row in sheet.iter_rows(max_row=MAX_ROWS, max_col=MAX_COLS, values_only=True)
+            ]
+            if trimmed := _trimmed(rows):
+                tables.append(SourceTable(rows=trimmed, name=sheet.title))
+    finally:
+        book.close()
+    return [], tables
+
+
+def _csv(data: bytes) -> tuple[list[Item], list[SourceTable]]:
+    text = data.decode("utf-8-sig", "replace")
+    rows = list(csv.reader(io.StringIO(text)))
+    trimmed = _trimmed(rows)
+    return [], [SourceTable(rows=trimmed)] if trimmed else []
+
+
+class _Html(HTMLParser):
+    """Headings, list items and tables of an HTML page (stdlib parser, no script run)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.items: list[Item] = []
+        self.tables: list[SourceTable] = []
+        self._text: list[str] | None = None
+        self._what: tuple[str, int | None] | None = None
+        self._tables: list[list[list[str]]] = []
+        self._cell: list[str] | None = None
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style", "head", "title"):
+            self._skip += 1
+        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
+            self._what, self._text = ("section_header", int(tag[1])), []
+        elif tag == "li":
+            self._what, self._text = ("list_item", None), []
+        elif tag == "table":
+            self._tables.append([])
+        elif tag == "tr" and self._tables:
+            self._tables[-1].append([])
+        elif tag in ("td", "th") and self._tables:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "head", "title"):
+            self._skip = max(0, self._skip - 1)
+        elif (
+            (tag == "li" or (len(tag) == 2 and tag[0] == "h"))
+            and self._what
+            and self._text is not None
+        ):
+            text = _clean("".join(self._text))
+            kind, level = self._what
+            if text:
+                self.items.append(Item(type=kind, text=text, level=level))  # type: ignore[arg-type]
+            self._what, self._text = None, None
+        elif tag in ("td", "th") and self._cell is not None and self._tables:
+            if not self._tables[-1]:
+                self._tables[-1].append([])
+            self._tables[-1][-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "table" and self._tables and (trimmed := _trimmed(self._tables.pop())):
+            self.tables.append(SourceTable(rows=trimmed))
+
+    def handle_data(self, data: str) -> None:
+        if self._skip:
+            return
+        if self._text is not None:
+            self._text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _web(data: bytes, kind: str) -> tuple[list[Item], list[SourceTable]]:
+    from ocr_engine.web_render import page_html
+
+    parser = _Html()
+    parser.feed(page_html(data, kind))
+    parser.close()
+    return parser.items, parser.tables
+
+
+_READERS = {"docx": _docx, "pptx": _pptx, "xlsx": _xlsx, "xlsm": _xlsx, "csv": _csv}
+
+
+def source_structure(data: bytes, kind: str, toc: list[Any]) -> Structure:
+    """The structure of a source of `kind`; its rendering's outline `toc` gives the headings of
+    the formats read no further (an unreadable source: the outline alone)."""
+    items: list[Item] = []
+    tables: list[SourceTable] = []
+    try:
+        if kind in ("html", "md"):
+            items, tables = _web(data, kind)
+        elif (reader := _READERS.get(kind)) is not None:
+            items, tables = reader(data)
+    except Exception as exc:  # the rendering is what counts; its structure is a bonus
+        log.warning("the structure of a %s file could not be read: %s", kind, exc)
+    if kind not in ("pptx", "ppt", "odp", "xlsx", "xlsm", "xls", "ods", "csv"):
+        known = {i.text for i in items}
+        for level, title, _page in toc:
+            text = _clean(str(title))
+            if text and text not in known:
+                items.append(Item(type="section_header", text=text, level=int(level)))
+    return Structure(kind=kind, items=items, tables=tables)
