@@ -104,7 +104,7 @@ def repair_json(text: str) -> list[dict[str, Any]]:
     objects = (
         [item for item in loaded if isinstance(item, dict)] if isinstance(loaded, list) else []
     )
-    if not objects and loaded != []:
+    if not objects and "".join(cleaned.split()) != "[]":
         sample = " ".join(cleaned.split())[:80]
         raise EngineOutputError(f"no layout objects in {len(cleaned)} characters: {sample!r}")
     return objects
