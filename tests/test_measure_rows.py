@@ -620,7 +620,8 @@ def test_a_cell_of_another_span_than_the_question_names_is_weighed_down() -> Non
     the measure well enough to meet the question ("pay in dividends" against "declared and
     paid"): a cell of the three months' column is weighed down, one of the six months' is not,
     and a question naming no span weighs down neither."""
-    from retrieval.answer import _candidates, _meet
+    from retrieval.answer.candidates import _candidates
+    from retrieval.answer.meet import _meet
 
     hits = [ScoredChunk(chunk=DIVIDENDS, score=0.9)]
     found = _candidates(hits)

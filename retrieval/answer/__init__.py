@@ -1,0 +1,46 @@
+"""Extractive answers: candidates of the top hits -> scores -> what is said and cited.
+
+`candidates` (sentences and table value cells of the hits, and the chunks around them),
+`scores` (by terms, then by a learned model), `cite` (each chosen candidate boxed to its lines),
+`said` (what the answer says for it), `extractive` (the stages in order); `options` holds what a
+caller sets.
+"""
+
+from retrieval.answer.candidates import (
+    FOLLOW_AHEAD,
+    SIBLING_REACH,
+    TABLE_REACH,
+    PageRange,
+    answer_texts,
+    around_ids,
+    following_ids,
+    table_pieces,
+    table_unit,
+)
+from retrieval.answer.cite import cite
+from retrieval.answer.extractive import extractive_answer
+from retrieval.answer.options import HEADING_LEAD, RANK_PRIOR, Answer, AnswerOptions
+from retrieval.answer.scores import DENSE_POOL, MIN_SUPPORT
+from retrieval.text_terms import sentence_spans, terms
+
+__all__ = [
+    "DENSE_POOL",
+    "FOLLOW_AHEAD",
+    "HEADING_LEAD",
+    "MIN_SUPPORT",
+    "RANK_PRIOR",
+    "SIBLING_REACH",
+    "TABLE_REACH",
+    "Answer",
+    "AnswerOptions",
+    "PageRange",
+    "answer_texts",
+    "around_ids",
+    "cite",
+    "extractive_answer",
+    "following_ids",
+    "sentence_spans",
+    "table_pieces",
+    "table_unit",
+    "terms",
+]

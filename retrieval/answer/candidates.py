@@ -1,0 +1,202 @@
+"""Answer candidates: the sentences and value cells of the hits, and the chunks around them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from retrieval.cells import (
+    TableCellText,
+    is_table_row,
+    stated_unit,
+    table_cells,
+)
+from retrieval.schema import TABLE_ROWS_KIND, BBox, Chunk, ScoredChunk
+from retrieval.text_terms import said, sentence_spans, stems
+
+if TYPE_CHECKING:
+    pass
+
+
+_DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
+
+
+FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
+
+
+TABLE_REACH = 4  # row-group chunks of a table on either side of a hit that its answer reads
+
+
+SIBLING_REACH = 8  # chunks on either side of an answer's chunk whose sections it is compared with
+
+
+_SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
+
+
+_ORDINAL = re.compile(r"\d+$")
+
+
+PageRange = tuple[int | None, int | None]
+"""First and last page (either open) that cited sentences must touch."""
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    hit: int
+    start: int
+    end: int
+    text: str
+    terms: frozenset[str]
+    cell: TableCellText | None = None
+    heading: BBox | None = None
+    """Where the section heading is that this candidate is (its chunk's text does not hold it)."""
+    compared: str = ""
+    """The heading of its section, said before it, when it was chosen among parallel sections."""
+    heads: BBox | None = None
+    """For a heading over a figure or table: its box (what the citation boxes; a table's rows are
+    what it quotes)."""
+
+
+def _candidates(
+    hits: Sequence[ScoredChunk], pages: PageRange = (None, None), cells: bool = True
+) -> list[_Sentence]:
+    """The sentences of the hits, and with `cells` the value cells of their table rows in place
+    of the rows; with a page range, those with a line on one of its pages."""
+    low, high = pages
+    sentences = []
+    for index, hit in enumerate(hits):
+        chunk = hit.chunk
+        text = chunk.text
+        rows = [ln for ln in chunk.lines if is_table_row(text[ln.start : ln.end])] if cells else []
+        for start, end in sentence_spans(text):
+            if (low or high) and not _on_pages(chunk, start, end, low, high):
+                continue
+            if any(ln.start < end and ln.end > start for ln in rows):
+                continue
+            shown = said(text[start:end])
+            sentences.append(_Sentence(index, start, end, shown, frozenset(stems(shown))))
+        for cell in table_cells(chunk) if rows else []:
+            line = chunk.lines[cell.line]
+            if (low or high) and not _on_pages(chunk, line.start, line.end, low, high):
+                continue
+            terms = frozenset(stems(cell.text))
+            sentences.append(_Sentence(index, line.start, line.end, cell.text, terms, cell))
+    return sentences
+
+
+def _on_pages(chunk: Chunk, start: int, end: int, low: int | None, high: int | None) -> bool:
+    """Whether characters `start`..`end` of the chunk have a line on pages `low`..`high` (true
+    for a chunk without lines)."""
+    on = [ln.page for ln in chunk.lines if ln.start < end and ln.end > start]
+    return not on or any((low or p) <= p <= (high or p) for p in on)
+
+
+def _in_context(chunk: Chunk, text: str) -> str:
+    opening = " ".join(text.split()[:_DENSE_WORDS])
+    return f"{chunk.section_path[-1]}: {opening}" if chunk.section_path else opening
+
+
+def answer_texts(chunk: Chunk) -> list[str]:
+    """Every text an answer may embed for `chunk` (each candidate sentence and table cell, led by
+    its section heading, and the heading itself), once: what ingest can embed ahead of the
+    queries."""
+    hit = [ScoredChunk(chunk=chunk, score=1.0)]
+    texts = [_in_context(chunk, s.text) for s in _candidates(hit)]
+    return list(dict.fromkeys([*texts, *chunk.section_path[-1:]]))
+
+
+def _with_table_rest(
+    hits: list[ScoredChunk], table_rest: Callable[[Chunk], Sequence[Chunk]] | None
+) -> tuple[list[ScoredChunk], list[int]]:
+    """The hits, each followed by the other pieces of its table (`AnswerOptions.table_rest`)
+    that are not hits themselves, scored as the hit; and the rank of the hit each comes from."""
+    if table_rest is None:
+        return hits, list(range(len(hits)))
+    seen = {(h.chunk.doc_id, h.chunk.chunk_id) for h in hits}
+    pool: list[ScoredChunk] = []
+    ranks: list[int] = []
+    for rank, hit in enumerate(hits):
+        pool.append(hit)
+        ranks.append(rank)
+        for piece in table_rest(hit.chunk) if hit.chunk.kind == TABLE_ROWS_KIND else ():
+            if (piece.doc_id, piece.chunk_id) not in seen:
+                seen.add((piece.doc_id, piece.chunk_id))
+                pool.append(ScoredChunk(chunk=piece, score=hit.score))
+                ranks.append(rank)
+    return pool, ranks
+
+
+def following_ids(chunk_id: str, n: int) -> list[str]:
+    """The ids of the `n` chunks after `chunk_id` in its document (`c0041` -> `c0042`, ...);
+    none for an id without a number."""
+    return _nearby_ids(chunk_id, range(1, n + 1))
+
+
+def around_ids(chunk_id: str, n: int) -> list[str]:
+    """The ids of the `n` chunks before `chunk_id` (nearest first) and the `n` after it."""
+    return _nearby_ids(chunk_id, [*range(-1, -n - 1, -1), *range(1, n + 1)])
+
+
+def _nearby_ids(chunk_id: str, steps: Sequence[int]) -> list[str]:
+    found = _ORDINAL.search(chunk_id)
+    if found is None:
+        return []
+    head, digits = chunk_id[: found.start()], found.group()
+    at = int(digits)
+    return [f"{head}{at + k:0{len(digits)}d}" for k in steps if at + k >= 0]
+
+
+def table_pieces(chunk: Chunk, nearby: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks of `nearby` (the chunks around `chunk`, as `around_ids` orders them) that hold
+    other row groups of the same table on its page: the unbroken runs of `table_rows` chunks
+    on either side of a `table_rows` chunk."""
+    if chunk.kind != TABLE_ROWS_KIND:
+        return []
+    by_id = {c.chunk_id: c for c in nearby}
+    pieces = []
+    for side in (range(-1, -TABLE_REACH - 1, -1), range(1, TABLE_REACH + 1)):
+        for chunk_id in _nearby_ids(chunk.chunk_id, side):
+            piece = by_id.get(chunk_id)
+            if piece is None or piece.kind != TABLE_ROWS_KIND or piece.page != chunk.page:
+                break
+            pieces.append(piece)
+    return pieces
+
+
+def table_unit(chunk: Chunk, nearby: Sequence[Chunk]) -> str:
+    """The unit stated for the table of `chunk` (a table, or a group of its rows) outside the
+    chunk (`nearby` as `around_ids` orders the chunks around it, one beyond `TABLE_REACH`): in
+    the lines of its other row groups on the page that are no rows, or in the last paragraph of
+    the chunk before the table, on its page (a lead-in: "... was as follows ($ in millions):");
+    "" when none states one."""
+    by_id = {c.chunk_id: c for c in nearby}
+    for piece in [chunk, *table_pieces(chunk, nearby)]:
+        unit = stated_unit(" ".join(ln for ln in piece.text.splitlines() if not is_table_row(ln)))
+        if unit:
+            return unit
+    for chunk_id in _nearby_ids(chunk.chunk_id, range(-1, -TABLE_REACH - 2, -1)):
+        before = by_id.get(chunk_id)
+        ends_on = before.lines[-1].page if before is not None and before.lines else None
+        if before is None or (ends_on or before.page) != chunk.page:
+            return ""
+        if before.kind != TABLE_ROWS_KIND:
+            return stated_unit(before.text.rstrip().rsplit("\n\n", 1)[-1])
+    return ""
+
+
+def _headings(hits: Sequence[ScoredChunk], pages: PageRange = (None, None)) -> list[_Sentence]:
+    """The section headings of the hits' chunks, once each (by document, page of the chunk's
+    first line, and words), with a page range those whose chunk starts on one of its pages."""
+    low, high = pages
+    found: dict[tuple[str, int, str], _Sentence] = {}
+    for index, hit in enumerate(hits):
+        chunk = hit.chunk
+        if not chunk.section_path or not chunk.lines:
+            continue
+        text, page = chunk.section_path[-1], chunk.lines[0].page
+        key = (chunk.doc_id, page, text)
+        if key not in found and (low or page) <= page <= (high or page):
+            found[key] = _Sentence(index, 0, 0, text, frozenset(stems(text)))
+    return list(found.values())

@@ -1,0 +1,137 @@
+"""The extractive answer: candidates of the top hits scored, chosen, said and cited."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from retrieval.line_items import with_line_items
+from retrieval.page_refs import captions
+from retrieval.schema import ScoredChunk
+from retrieval.text_terms import stems
+
+if TYPE_CHECKING:
+    from retrieval.embedder import Embedder
+
+from retrieval.answer.candidates import _candidates, _headings, _Sentence, _with_table_rest
+from retrieval.answer.cite import _cite_sentence, _opens
+from retrieval.answer.compared import _compared
+from retrieval.answer.meet import _meet
+from retrieval.answer.options import Answer, AnswerOptions
+from retrieval.answer.said import _said, _with_unit
+from retrieval.answer.scores import _DENSE_KEEP, _dense, _rank, _select, _writes
+
+
+def extractive_answer(
+    question: str,
+    hits: Sequence[ScoredChunk],
+    *,
+    embedder: Embedder | None = None,
+    options: AnswerOptions = AnswerOptions(),
+    max_sentences: int = 3,
+) -> Answer:
+    """The best-supported sentences of the top hits, best first, each followed by the [n] of its
+    own citation (boxed to that sentence's lines); `options` says which hits, pages and how many
+    sentences the `embedder` (if any) ranks again, keeping those within 0.8 times the best. No
+    answer (text None) without hits, or when no pooled sentence is as like the question as
+    `options.min_support`."""
+    top, ranks = _with_table_rest(list(hits[: options.max_hits]), options.table_rest)
+    if options.subjects and not any(_writes(h.chunk.text, options.subjects) for h in top):
+        return Answer(None, [], 0.0 if embedder is not None else None)
+    sentences = _candidates(top, options.pages, options.cells) or _candidates(
+        top, cells=options.cells
+    )
+    if not sentences:
+        return Answer(None, [], 0.0 if embedder is not None else None)
+    meet = (
+        _meet(question, sentences, top, options.name_terms, options.card_of)
+        if options.cells
+        else [1.0] * len(sentences)
+    )
+    ranked = _rank(question, top, sentences, options.name_terms)
+    scores = [v * m for v, m in zip(ranked, meet, strict=True)]
+    support: float | None = None
+    if embedder is None:
+        chosen = _select(sentences, scores, max_sentences)
+    elif options.dense_pool < 1:  # ranked by terms; the best of them still measures support
+        _, support = _dense(question, top, sentences, scores, embedder, 1)
+        chosen = _select(sentences, scores, max_sentences)
+    else:
+        scores, support = _dense(
+            question, top, sentences, scores, embedder, options.dense_pool, meet
+        )
+        prior = [1.0 / (1.0 + options.rank_prior * ranks[s.hit]) for s in sentences]
+        scores = [v * m * p for v, m, p in zip(scores, meet, prior, strict=True)]
+        chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
+    met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
+    lead = None
+    if support is not None and options.dense_pool >= 1 and not (chosen and id(chosen[0]) in met):
+        lead, support = _heading_lead(question, top, options, embedder, support)
+    if support is not None and support < options.min_support:
+        return Answer(None, [], support)
+    if not chosen:  # no lexical support at all: the best hit's opening sentence
+        chosen = sentences[:1]
+    if lead is not None:
+        chosen = [lead, *chosen][:max_sentences]
+    if options.caption:
+        chosen = _captioned_first(chosen, sentences, options.caption, max_sentences)
+    if (
+        chosen[0].cell is not None and id(chosen[0]) in met
+    ):  # the cell asked for, not its row's others
+        chosen = [s for s in chosen if s.cell is None or id(s) in met]
+    chosen, top = _compared(
+        question, chosen, sentences, top, options.around, max_sentences, options.name_terms
+    )
+    if options.unit_of is not None:
+        chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
+    citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
+    spoken = [_said(s, c) for s, c in zip(chosen, citations, strict=True)]
+    text = " ".join(f"{words} [{n}]" for n, words in enumerate(spoken, 1))
+    return Answer(text, citations, support)
+
+
+def _heading_lead(
+    question: str,
+    hits: Sequence[ScoredChunk],
+    options: AnswerOptions,
+    embedder: Embedder | None,
+    support: float,
+) -> tuple[_Sentence | None, float]:
+    """The section heading over a hit's chunk that is more like the question than the best
+    sentence (`support`) by `options.heading_lead`, if any, and the best similarity of either: a
+    question of a section as a whole ("How many button functions are there during a workout?")
+    is answered by its heading and what it heads, which no one sentence under it says. A heading
+    leads only with a word of the question other than the names of its documents, on the pages
+    the options hold the answer to, and where the layout finds it on the page of its chunk's
+    first line, above it, heading that chunk (`_opens`) or a figure or table (`Layout.headed`)."""
+    if options.layout is None or embedder is None:
+        return None, support
+    wanted = set(stems(question)) - options.name_terms
+    found = [h for h in _headings(hits, options.pages) if h.terms & wanted]
+    if not found:
+        return None, support
+    asked = embedder.embed_query(with_line_items(question))
+    similarity = embedder.embed_documents([h.text for h in found]) @ asked
+    for i in sorted(range(len(found)), key=lambda i: -similarity[i]):
+        if similarity[i] <= support + options.heading_lead:
+            break
+        chunk = hits[found[i].hit].chunk
+        first = chunk.lines[0]
+        box = options.layout.heading(chunk.doc_id, first.page, found[i].text, first.bbox[1])
+        if box is None:
+            continue
+        block = options.layout.headed(chunk.doc_id, first.page, box)
+        if block is not None or _opens(chunk, box):
+            return replace(found[i], heading=box, heads=block), float(similarity[i])
+    return None, support
+
+
+def _captioned_first(
+    chosen: list[_Sentence], sentences: list[_Sentence], label: str, most: int
+) -> list[_Sentence]:
+    """The chosen sentences after the first that captions `label`, if any sentence does."""
+    caption = next((s for s in sentences if s.cell is None and captions(s.text, label)), None)
+    if caption is None:
+        return chosen
+    return [caption, *(s for s in chosen if s is not caption)][:most]

@@ -1,0 +1,119 @@
+"""Candidates scored by the question terms they hold, then by the embedder's similarity."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from retrieval.line_items import other_names, with_line_items
+from retrieval.schema import ScoredChunk
+from retrieval.text_terms import stems
+
+if TYPE_CHECKING:
+    from retrieval.embedder import Embedder
+
+from retrieval.answer.candidates import _in_context, _Sentence
+
+DENSE_POOL = 8
+
+
+MIN_SUPPORT = 0.4  # the best sentence's cosine to the question below which nothing answers it
+
+
+_DENSE_FLOOR = 0.3
+
+
+_DENSE_KEEP = 0.8
+
+
+def _rank(
+    question: str,
+    hits: Sequence[ScoredChunk],
+    sentences: list[_Sentence],
+    ignored: frozenset[str] = frozenset(),
+) -> list[float]:
+    """Support of each sentence: IDF-weighted share of the question terms (but `ignored`) and
+    of the other names of a line item it names ("topline" is "revenues"), times the hit
+    weight."""
+    wanted = (set(stems(question)) - ignored) or set(stems(question))
+    wanted = wanted or set(stems(question, keep_stopwords=True))
+    wanted |= {t for name in other_names(question) for t in stems(name)} - ignored
+    if not wanted or not sentences:
+        return [0.0] * len(sentences)
+    df = Counter(t for s in sentences for t in s.terms & wanted)
+    n = len(sentences)
+
+    def weight(term: str) -> float:
+        idf = math.log(1.0 + (n - df[term] + 0.5) / (df[term] + 0.5))
+        return idf * (1.5 if term[0].isdigit() else 1.0)
+
+    total = sum(weight(t) for t in wanted)
+    top = max(hit.score for hit in hits)
+    scores = []
+    for s in sentences:
+        lexical = sum(weight(t) for t in s.terms & wanted) / total
+        relative = hits[s.hit].score / top if top > 0 else 1.0
+        length = 0.7 if len(s.terms) < 3 else min(1.0, 60 / len(s.terms))
+        scores.append(lexical * (0.5 + 0.5 * relative) * length)
+    return scores
+
+
+def _dense(
+    question: str,
+    hits: Sequence[ScoredChunk],
+    sentences: list[_Sentence],
+    lexical: list[float],
+    embedder: Embedder,
+    pool: int,
+    meet: Sequence[float] = (),
+) -> tuple[list[float], float]:
+    """The `pool` best sentences by `lexical`, down to 0.3 times the best, scored again by the
+    similarity of their text, led by their section heading, to the question; the others score 0.
+    (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
+    rare terms, such as a name.) Table cells have a pool of their own, half as large, so that the
+    many cells of a table do not crowd the sentences out; a cell where measure and period `meet`
+    is scored whatever its rank. Also the best similarity (0.0 for no sentence)."""
+    floor = _DENSE_FLOOR * max(lexical, default=0.0)
+    ranked = sorted(range(len(sentences)), key=lambda i: -lexical[i])
+    texts_first = [i for i in ranked if sentences[i].cell is None][:pool]
+    cells_first = [i for i in ranked if sentences[i].cell is not None][: max(1, pool // 2)]
+    meeting = [i for i, m in enumerate(meet) if m > 1.0 and sentences[i].cell is not None]
+    pooled = sorted({*texts_first, *cells_first}, key=lambda i: -lexical[i])
+    order = [i for i in pooled if lexical[i] >= floor]
+    order += [i for i in meeting if i not in order]
+    if not order:
+        return [0.0] * len(sentences), 0.0
+    texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]
+    similarity = embedder.embed_documents(texts) @ embedder.embed_query(with_line_items(question))
+    scores = [0.0] * len(sentences)
+    for i, value in zip(order, similarity, strict=True):
+        scores[i] = max(float(value), 1e-6)
+    return scores, float(max(similarity))
+
+
+def _writes(text: str, names: Sequence[str]) -> bool:
+    """Whether the text writes one of the names, as whole words in any case."""
+    return any(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) for name in names)
+
+
+def _select(
+    sentences: list[_Sentence], scores: list[float], limit: int, keep: float = 0.4
+) -> list[_Sentence]:
+    """The best-supported sentences, best first, down to `keep` times the best score, leaving out
+    near-repeats of a chosen one."""
+    order = sorted(range(len(sentences)), key=lambda i: -scores[i])
+    chosen: list[_Sentence] = []
+    for i in order:
+        if scores[i] <= 0 or scores[i] < keep * scores[order[0]] or len(chosen) == limit:
+            break
+        s = sentences[i]
+        if all(_jaccard(s.terms, c.terms) < 0.7 for c in chosen):
+            chosen.append(s)
+    return chosen
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
