@@ -114,6 +114,15 @@ class Ledger(PathLedger):
         marks = ",".join("?" * len(wanted))
         return self._documents(f"WHERE status IN ({marks})", [s.value for s in wanted])
 
+    def ids_starting(self, prefix: str, limit: int = 10) -> list[tuple[str, str]]:
+        """(doc_id, source) of up to `limit` documents whose id begins with hex `prefix`."""
+        rows = self._rows(
+            "SELECT doc_id, source FROM documents WHERE doc_id >= ? AND doc_id < ? "
+            "ORDER BY doc_id LIMIT ?",
+            (prefix, prefix + "g", limit),
+        )
+        return [(doc_id, source) for doc_id, source in rows]
+
     def count(self, status: DocStatus | None = None) -> int:
         if status is None:
             return int(self._rows("SELECT count(*) FROM documents")[0][0])

@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 
+from ingest.doc_ids import AmbiguousDocIdError, DocIdError, resolve_doc_id
 from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
 from ocr_engine.errors import FolioError
 from ocr_engine.geometry import Box
@@ -39,14 +40,12 @@ __all__ = [
     "record_or_404",
     "render_dpi",
     "rendering_errors",
+    "resolved_doc_id",
     "validation_message",
 ]
 
 MAX_PAGE_NUMBER = 1_000_000
 
-DocId = Annotated[
-    str, PathParam(pattern=DOC_ID_PATTERN, description="sha256 of the PDF's bytes (64 hex)")
-]
 PageNumber = Annotated[int, PathParam(ge=1, le=MAX_PAGE_NUMBER, description="1-based page number")]
 
 
@@ -67,6 +66,41 @@ def get_services(request: Request) -> Services:
 
 
 Svc = Annotated[Services, Depends(get_services)]
+
+
+def resolved_doc_id(svc: Services, text: str) -> str:
+    """The full id `text` names (itself, or the one document whose id it begins), or the API
+    error that says why there is none: 422 malformed, 409 ambiguous (naming them), 404."""
+    try:
+        removed = [] if len(text) >= 64 else [(t.doc_id, t.path) for t in _tombstones(svc)]
+        return resolve_doc_id(svc.ledger, text, removed=removed)
+    except DocIdError as exc:
+        raise ApiError(422, "invalid_doc_id", str(exc)) from None
+    except AmbiguousDocIdError as exc:
+        raise ApiError(409, "ambiguous_doc_id", str(exc)) from None
+    except UnknownDocumentError:
+        raise ApiError(404, "unknown_document", f"no document id begins with {text!r}") from None
+
+
+def _tombstones(svc: Services) -> list[Any]:
+    return list(svc.ledger.tombstones.all())
+
+
+def _doc_id(
+    svc: Svc,
+    doc_id: Annotated[
+        str,
+        PathParam(
+            max_length=200,
+            description="sha256 of the PDF's bytes (64 hex), or a prefix of 8 or more hex "
+            "characters that one document's id begins with",
+        ),
+    ],
+) -> str:
+    return resolved_doc_id(svc, doc_id)
+
+
+DocId = Annotated[str, Depends(_doc_id)]
 
 
 def get_links(request: Request) -> LinkSigner | None:

@@ -11,7 +11,8 @@ as they come. `read_page` gives the page's text, its blocks and the rendered pag
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
@@ -20,7 +21,9 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import ValidationError
 from starlette.routing import Route
 
-from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
+from ingest.doc_ids import AmbiguousDocIdError, DocIdError, resolve_doc_id
+from ingest.doc_run import folio_version
+from ingest.records import DocumentRecord, UnknownDocumentError
 from ocr_engine.plaintext import page_text
 from retrieval.generate import answer_query
 from retrieval.links import LinkSigner, sign_response
@@ -87,12 +90,13 @@ def _absolute(response: QueryResponse, base: str | None) -> QueryResponse:
 
 
 def _record(svc: Services, doc_id: str, page: int) -> DocumentRecord:
-    if not is_doc_id(doc_id):
-        raise ToolError("doc_id is 64 lowercase hex characters (see list_documents)")
+    """The record of the document `doc_id` names (its id or a unique prefix of 8 or more)."""
     try:
-        record = svc.ledger.get(doc_id)
+        record = svc.ledger.get(resolve_doc_id(svc.ledger, doc_id))
+    except (DocIdError, AmbiguousDocIdError) as exc:
+        raise ToolError(f"{exc} (see list_documents)") from None
     except UnknownDocumentError:
-        raise ToolError(f"no document with id {doc_id}") from None
+        raise ToolError(f"no document with id {doc_id} (see list_documents)") from None
     if not 1 <= page <= record.pages:
         raise ToolError(f"page {page} is out of range: {record.source} has {record.pages} pages")
     return record
@@ -100,6 +104,7 @@ def _record(svc: Services, doc_id: str, page: int) -> DocumentRecord:
 
 def _read_page(svc: Services, renderer: PageRenderer, doc_id: str, page: int) -> CallToolResult:
     record = _record(svc, doc_id, page)
+    doc_id = record.doc_id
     try:
         document = svc.files.load_document(doc_id)
     except UnknownDocumentError:
@@ -136,13 +141,27 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def description(doc: str | None) -> str:
+    """A docstring as one paragraph: its line breaks and indentation runs made single spaces."""
+    return " ".join((doc or "").split())
+
+
 def build_mcp(
     services: Services, renderer: PageRenderer, links: LinkSigner | None = None
 ) -> MCPServer:
     """The MCP server over `services`: tools search, ask, list_documents, read_page."""
-    mcp = MCPServer(name="folio", instructions=INSTRUCTIONS, log_level="WARNING")
+    mcp = MCPServer(
+        name="folio", instructions=INSTRUCTIONS, version=folio_version(), log_level="WARNING"
+    )
 
-    @mcp.tool()
+    def tool(fn: F) -> F:
+        """`fn` as a tool, described by its docstring said as one paragraph."""
+        return mcp.tool(description=description(fn.__doc__))(fn)
+
+    @tool
     async def search(query: str, top_k: int = 5) -> list[Hit]:
         """The passages that best match `query`, best first: document, page, regions (PDF points,
         top-left origin) and text."""
@@ -154,7 +173,7 @@ def build_mcp(
         found = await to_thread.run_sync(services.retriever.search, req.question, req.top_k, flt)
         return [to_hit(hit) for hit in found]
 
-    @mcp.tool()
+    @tool
     async def ask(question: str, top_k: int = 5, ctx: Context | None = None) -> QueryResponse:
         """Answer `question` from the documents, as POST /query does: the answer, citations
         (page, box, quote and links to the page image with the evidence highlighted) and hits;
@@ -166,15 +185,16 @@ def build_mcp(
             raise ToolError(str(exc)) from None
         return _absolute(sign_response(response, links), _base_url(ctx))
 
-    @mcp.tool()
+    @tool
     async def list_documents() -> list[DocumentRecord]:
         """Every document folio knows: id, file name, status, pages, chunks, errors."""
         return await to_thread.run_sync(services.ledger.documents)
 
-    @mcp.tool()
+    @tool
     async def read_page(doc_id: str, page: int) -> CallToolResult:
-        """Page `page` (1-based) of document `doc_id`: its text, its blocks (type, box in PDF
-        points, text) and the page image."""
+        """Page `page` (1-based) of document `doc_id` (its id from list_documents, or a unique
+        prefix of 8 or more of its characters): its text, its blocks (type, box in PDF points,
+        text) and the page image."""
         return await to_thread.run_sync(_read_page, services, renderer, doc_id, page)
 
     return mcp

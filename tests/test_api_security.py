@@ -147,7 +147,7 @@ def test_question_length_and_top_k_limits_are_clear_422s(guarded: ApiApp) -> Non
 
 def test_ids_pages_and_boxes_are_validated(guarded: ApiApp) -> None:
     client, doc = guarded.client, guarded.doc_id
-    for bad in ("%2E%2E", "..%2F..%2Fetc%2Fpasswd", "ABC", doc.upper(), doc[:-1], doc + "0"):
+    for bad in ("%2E%2E", "..%2F..%2Fetc%2Fpasswd", "ABC", doc.upper(), doc[:7], doc + "0"):
         for tail in ("", "/json", "/markdown", "/pages/1.png", "/pages/1/view", "/events"):
             response = client.get(f"/documents/{bad}{tail}", headers=AUTH)
             assert response.status_code in (404, 422), (bad, tail, response.status_code)
