@@ -162,7 +162,7 @@ def test_cards_appear_one_by_one_with_boxes_on_the_text(
     before = served["services"].ledger.count()
     context = browser.new_context(viewport={"width": 1280, "height": 1800}, accept_downloads=True)
     page = context.new_page()
-    page.goto(f"{served['base']}/")
+    page.goto(f"{served['base']}/?view=extract")  # Extract is a view of its own
 
     _read(page, served["files"]["tiff"])
     arrivals = page.evaluate("window.__cards")
@@ -207,12 +207,13 @@ def test_cards_appear_one_by_one_with_boxes_on_the_text(
     assert served["services"].ledger.count() == before
 
     page.keyboard.press("Escape")
+    page.click(".tabs a[data-tab='home']")
     page.set_input_files("#file-input", str(served["files"]["png"]))  # indexed this time
     row = page.wait_for_selector("li.doc[data-status='ok']", timeout=SLOW_MS)
-    row.query_selector(".card-details summary").click()
-    card = page.wait_for_selector(".card-box li.card[data-status='ok']", timeout=SLOW_MS)
+    row.query_selector("a.doc-open").click()  # the document's own view
+    card = page.wait_for_selector("#doc-cards li.card[data-status='ok']", timeout=SLOW_MS)
     page.wait_for_function(
-        "document.querySelector('.card-box img.thumb-img')?.naturalWidth > 0", timeout=SLOW_MS
+        "document.querySelector('#doc-cards img.thumb-img')?.naturalWidth > 0", timeout=SLOW_MS
     )
     ink = card.evaluate(_INK_IN_BOXES)
     assert ink["boxes"] >= 2 and ink["inside"] / ink["dark"] > 0.9, ink
@@ -283,27 +284,24 @@ def test_a_page_written_while_the_document_is_read_shows_its_boxes(
     page.goto(f"{base}/")
     page.set_input_files("#file-input", str(reading["path"]))
     row = page.wait_for_selector("li.doc", timeout=SLOW_MS)
-    row.query_selector(".card-details summary").click()
+    row.query_selector("a.doc-open").click()  # the document's own view, live as it is read
+    cards = page.wait_for_selector("#doc-cards")
     # the text pages are written once RADIUS pages after them are read (furniture is marked
     # then): the first EARLY, before the scans; the next only after the first scan is read
     early = TEXT_PAGES - RADIUS
-    read = (
-        "(n) => row.querySelector(`.card-box li.card[data-page='${n}']`)?.dataset.read === 'true'"
-    )
+    read = "(n) => cards.querySelector(`li.card[data-page='${n}']`)?.dataset.read === 'true'"
     page.wait_for_function(
-        f"""(row) => {{ const read = {read};
-          const first = row.querySelector(".card-box li.card[data-page='1'] img.thumb-img");
+        f"""([row, cards]) => {{ const read = {read};
+          const first = cards.querySelector("li.card[data-page='1'] img.thumb-img");
           return row.dataset.status === 'ok' || row.dataset.status === 'failed' || read({early + 1})
             || ([...Array({early}).keys()].every((i) => read(i + 1)) && first?.naturalWidth); }}""",
-        arg=row,
+        arg=[row, cards],
         timeout=SLOW_MS,
     )
     doc_id = row.get_attribute("data-doc-id")
     assert row.get_attribute("data-status") == "processing", "the boxes came only at the end"
-    assert (
-        row.query_selector(f".card-box li.card[data-page='{early + 1}'][data-read='true']") is None
-    )
-    card = row.query_selector(".card-box li.card[data-page='1']")
+    assert cards.query_selector(f"li.card[data-page='{early + 1}'][data-read='true']") is None
+    card = cards.query_selector("li.card[data-page='1']")
     ink = card.evaluate(_INK_IN_BOXES)
     assert ink["boxes"] >= 2 and ink["dark"] > 500 and ink["inside"] / ink["dark"] > 0.9, ink
     assert "inspection round 1" in card.query_selector(".page-text").text_content()
@@ -323,9 +321,9 @@ def test_a_page_written_while_the_document_is_read_shows_its_boxes(
         done = {c["number"]: c for c in http.get(url).json()["cards"]}
     assert all(card == done[card["number"]] for card in written)
     page.wait_for_function(
-        "(row) => [...row.querySelectorAll('.card-box li.card')].slice(0, 20)"
+        "(cards) => [...cards.querySelectorAll('li.card')].slice(0, 20)"
         ".every((c) => c.dataset.read === 'true')",
-        arg=row,
+        arg=cards,
         timeout=SLOW_MS,
     )
     context.close()

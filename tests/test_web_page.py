@@ -244,8 +244,9 @@ def test_upload_ask_and_see_the_cited_region_highlighted(
     expect(row.locator(".doc-progress")).to_contain_text("2 pages")
     # a card with neither organisation nor kind shows its title, not a year read from the text
     expect(row.locator(".doc-card")).to_have_text(title)
-    row.locator("summary", has_text="Pages").first.click()
-    expect(row.locator("table.pages tbody tr")).to_have_count(2)
+    expect(row.locator("a.doc-open")).to_have_attribute(
+        "href", re.compile(r"^/\?doc=[0-9a-f]{64}$")
+    )
 
     asked: list[str] = []
     page.on("request", lambda request: asked.append(urlsplit(request.url).path))
@@ -686,7 +687,7 @@ def test_a_file_that_failed_before_any_page_offers_no_pages(
     open_page: Any, site: tuple[Services, str]
 ) -> None:
     """A file with a PDF's first bytes that no reader can open fails with its reason; its row
-    offers no "Pages" or "Page cards" to open, since it has none."""
+    offers no pages to open, since it has none; its own view says so."""
     from playwright.sync_api import expect
 
     _services, base = site
@@ -700,8 +701,12 @@ def test_a_file_that_failed_before_any_page_offers_no_pages(
     expect(row).to_have_attribute("data-status", "failed", timeout=SLOW_MS)
     expect(row.locator(".doc-errors")).not_to_be_empty()
     expect(row.locator(".doc-errors")).not_to_contain_text("broken.pdf")  # named once, above
-    expect(row.locator("summary", has_text="Pages")).to_be_hidden()
-    expect(row.locator("summary", has_text="Page cards")).to_be_hidden()
+    expect(row.locator("a.doc-open")).to_be_hidden()
+    row.locator("a.doc-name").click()
+    expect(page.locator("#doc-badge")).to_have_text("Failed")
+    expect(page.locator("#doc-errors")).not_to_be_empty()
+    expect(page.locator("#doc-cards")).to_have_text("It has no page to show.")
+    expect(page.locator("#doc-exports button")).to_have_count(0)
     assert errors == []
 
 
@@ -715,8 +720,9 @@ def test_a_scanned_page_is_cited_and_highlighted_the_same_way(
     _drop(page, "kelud scan.pdf", _scan_of(fact_pdf(*FACTS["volcano.pdf"])))
     row = page.locator("li.doc", has_text="kelud scan.pdf")
     expect(row).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
-    row.locator("summary", has_text="Pages").first.click()
-    expect(row.locator("table.pages tbody tr")).to_contain_text("rapidocr")  # read by OCR
+    row.locator("a.doc-open").click()
+    expect(page.locator("#doc-page-list tbody tr")).to_contain_text("rapidocr")  # read by OCR
+    page.go_back()
 
     page.fill("#question", QUESTION)
     page.click("#ask-button")

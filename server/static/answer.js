@@ -4,6 +4,7 @@
 
 import { ApiError, describe, errorFrom, imageUrl, readEvents, request } from "./api.js";
 import { el, fileName, setText } from "./dom.js";
+import { documentHref } from "./router.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -75,7 +76,16 @@ function citationItem(citation, signal) {
       "div",
       { class: "cite-meta" },
       el("span", { class: "n" }, `[${citation.n}]`),
-      el("span", { class: "source" }, fileName(citation.source)),
+      el(
+        "a",
+        {
+          class: "source",
+          href: documentHref(citation.doc_id, citation.page),
+          "data-nav": true,
+          title: "Open the document at this page: all its pages, its cards and exports",
+        },
+        fileName(citation.source),
+      ),
       el("span", { class: "page" }, `page ${citation.page}`),
       supportNote(citation),
       el(
@@ -215,9 +225,16 @@ function showResponse(result, signal) {
   const count = citations.length;
   const from = count ? ` from ${count} source${count === 1 ? "" : "s"}` : "";
   // an extractive answer quotes; say so, since it names no more than its sentences do
-  let note = count
-    ? `Quoted${from}: the sentences of the documents most like the question (set FOLIO_LLM_URL for written answers).`
-    : "";
+  let note = "";
+  if (count && result.mode !== "generated" && !result.llm_error) {
+    $("ask-status").replaceChildren(
+      `Quoted from the documents (${count} source${count === 1 ? "" : "s"}). ` +
+        "Connect a language model for written answers: see ",
+      el("a", { href: "/?view=settings", "data-nav": true }, "Settings"),
+      ".",
+    );
+    return;
+  }
   if (result.mode === "generated") {
     const dropped = (result.checks || []).filter((check) => !check.kept).length;
     note = dropped

@@ -1,11 +1,14 @@
 // folio's web page: ask, read the answer with its sources, look at the cited regions on their
-// pages, and add documents. Plain ES modules, no build step, nothing from elsewhere.
+// pages, add documents, open a document's own view, extract a file without indexing it.
+// Plain ES modules, no build step, nothing from elsewhere.
 
 import { ApiError, apiKey, setKeyPrompt, storeKey } from "./api.js";
 import { setupAsk } from "./answer.js";
 import { setupExtract } from "./cards.js";
 import { setText } from "./dom.js";
+import { showDocument } from "./docview.js";
 import { setupDocuments } from "./documents.js";
+import { onView, route, setupRouter } from "./router.js";
 import { setupViewer } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -41,8 +44,16 @@ function setupKey() {
   $("key-cancel").addEventListener("click", () => dialog.close(""));
   const showForget = () => {
     forget.hidden = !apiKey();
+    $("settings-key-forget").hidden = !apiKey();
+    setText(
+      $("settings-key"),
+      apiKey()
+        ? "This browser keeps the API key you entered until you forget it here."
+        : "This browser keeps no API key: the server asks for one if it needs it.",
+    );
   };
   forget.addEventListener("click", () => storeKey(""));
+  $("settings-key-forget").addEventListener("click", () => storeKey(""));
   window.addEventListener("folio-key", showForget);
   showForget();
   setKeyPrompt(askForKey);
@@ -53,3 +64,6 @@ setupViewer();
 setupAsk();
 setupDocuments();
 setupExtract();
+onView("document", (params) => showDocument(params.get("doc"), Number(params.get("page")) || 0));
+setupRouter();
+route();

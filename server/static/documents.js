@@ -4,13 +4,13 @@
 
 import { apiKey, describe, errorFrom, getJson, promptKey, readEvents, request } from "./api.js";
 import { el, fileName, plural, reasonOf, setText } from "./dom.js";
-import { documentCards } from "./cards.js";
+import { documentHref } from "./router.js";
 import { forgetDocument } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
 const docs = new Map(); // doc_id -> {record, progress, row}
 const DONE = new Set(["ok", "partial", "failed"]);
-const STATUS_WORDS = {
+export const STATUS_WORDS = {
   queued: "Queued",
   processing: "Processing", // its line says whether it is reading or indexing
   ok: "Ready",
@@ -43,6 +43,11 @@ export function nextProgress(before, event) {
     read: embed ? before.read : event.pages_done,
     indexed: embed ? event.pages_done : before.indexed,
   };
+}
+
+/** A finished or waiting document's line, with no progress events seen ("3 pages · 12 chunks"). */
+export function progressLine(record) {
+  return progressText(record, {});
 }
 
 export function progressText(record, progress) {
@@ -96,46 +101,6 @@ async function watchSentences(more = 0) {
   for (const id of changed) paint(docs.get(id));
   if (progress && (!progress.settled || pending.size || more > 0)) {
     healthTimer = setTimeout(() => watchSentences(more - 1), 3000);
-  }
-}
-
-function pagesTable(detail) {
-  const rows = (detail.page_summaries || []).map((p) =>
-    el(
-      "tr",
-      {},
-      el("th", { scope: "row" }, String(p.number)),
-      el("td", {}, p.status),
-      el("td", {}, [p.engine && p.engine.name, p.engine && p.engine.model].filter(Boolean).join(" ")),
-      el("td", {}, p.route || ""),
-      el("td", {}, (p.errors || []).join("; ")),
-    ),
-  );
-  if (!rows.length) return el("p", { class: "muted" }, "No page has been read yet.");
-  return el(
-    "table",
-    { class: "pages" },
-    el("caption", { class: "visually-hidden" }, `Pages of ${detail.source}`),
-    el(
-      "thead",
-      {},
-      el(
-        "tr",
-        {},
-        ...["Page", "Status", "Engine", "Route", "Errors"].map((h) => el("th", { scope: "col" }, h)),
-      ),
-    ),
-    el("tbody", {}, ...rows),
-  );
-}
-
-async function loadPages(entry) {
-  const box = entry.row.querySelector(".page-list");
-  try {
-    const detail = await getJson(`/documents/${enc(entry.record.doc_id)}`);
-    box.replaceChildren(pagesTable(detail));
-  } catch (error) {
-    box.replaceChildren(el("p", { class: "error" }, describe(error)));
   }
 }
 
@@ -207,7 +172,7 @@ async function loadRemoved() {
 
 /** A card's line as text nodes, each date ("2023-07-29") in a span that does not wrap at its
  * hyphens (copying the line gives it unchanged). */
-function unbrokenDates(line) {
+export function unbrokenDates(line) {
   return line
     .split(/(\d{4}-\d{2}-\d{2})/)
     .filter(Boolean)
@@ -215,27 +180,14 @@ function unbrokenDates(line) {
 }
 
 function makeRow(entry) {
-  const details = el(
-    "details",
-    { class: "page-details" },
-    el("summary", {}, "Pages"),
-    el("div", { class: "page-list" }, "Loading…"),
-  );
-  details.addEventListener("toggle", () => details.open && loadPages(entry));
-  const cards = el(
-    "details",
-    { class: "card-details" },
-    el("summary", {}, "Page cards"),
-    el("div", { class: "card-box" }),
-  );
-  cards.addEventListener("toggle", () => cards.open && showCards(entry, true));
-  const row = el(
+  const href = documentHref(entry.record.doc_id);
+  return el(
     "li",
     { class: "doc", "data-doc-id": entry.record.doc_id },
     el(
       "div",
       { class: "doc-head" },
-      el("span", { class: "doc-name" }),
+      el("a", { class: "doc-name", href, "data-nav": true }),
       el("span", { class: "badge" }),
       el("button", { type: "button", class: "quiet remove", onclick: () => remove(entry) }, "Remove"),
     ),
@@ -243,10 +195,8 @@ function makeRow(entry) {
     el("progress", { max: 1, value: 0 }),
     el("p", { class: "doc-progress" }),
     el("p", { class: "error doc-errors", hidden: true }),
-    details,
-    cards,
+    el("a", { class: "doc-open", href, "data-nav": true }, "Pages, cards and exports"),
   );
-  return row;
 }
 
 function paint(entry) {
@@ -276,41 +226,9 @@ function paint(entry) {
   const errors = row.querySelector(".doc-errors");
   setText(errors, (record.errors || []).map((e) => reasonOf(e, record.source)).join("; "));
   errors.hidden = !(record.errors || []).length;
-  const details = row.querySelector("details");
-  const cards = row.querySelector(".card-details");
-  const unread = record.status === "failed" && !record.pages; // not a PDF, empty: no page to show
-  details.hidden = unread;
-  cards.hidden = unread;
-  if (details.open && DONE.has(record.status)) loadPages(entry);
-  if (cards.open) showCards(entry, false);
-}
-
-/** The document's page cards (rebuilt when its page count changes, else refreshed, live). */
-function showCards(entry, opened) {
-  const pages = entry.progress.total || entry.record.pages || 0;
-  if (opened || !entry.cards || entry.cards.pages !== pages) {
-    const box = entry.row.querySelector(".card-box");
-    if (!pages) return setText(box, "No page has been read yet.");
-    entry.cards = { pages, refresh: documentCards(box, entry.record.doc_id, entry.record.source, pages), at: 0 };
-    return undefined;
-  }
-  const now = Date.now();
-  const wait = entry.cards.at + 1000 - now;
-  if (wait > 0 && DONE.has(entry.record.status) === false) {
-    // at most one refresh a second, and one after the last event (a page written since)
-    if (!entry.cards.later) {
-      entry.cards.later = setTimeout(() => {
-        entry.cards.later = null;
-        if (entry.row.querySelector(".card-details").open) showCards(entry, false);
-      }, wait);
-    }
-    return undefined;
-  }
-  clearTimeout(entry.cards.later);
-  entry.cards.later = null;
-  entry.cards.at = now;
-  entry.cards.refresh();
-  return undefined;
+  const open = row.querySelector(".doc-open");
+  open.setAttribute("aria-label", `Open ${record.source}: its pages, cards and exports`);
+  open.hidden = record.status === "failed" && !record.pages; // not a PDF, empty: no page to show
 }
 
 function upsert(record, { progress } = {}) {

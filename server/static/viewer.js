@@ -3,6 +3,7 @@
 
 import { describe, getJson, imageUrl } from "./api.js";
 import { setText } from "./dom.js";
+import { documentHref } from "./router.js";
 
 const $ = (id) => document.getElementById(id);
 const pageSizes = new Map(); // doc_id -> Map(page -> {width, height}) in PDF points
@@ -94,6 +95,10 @@ export async function openCitation(citation) {
     note: citation.note || "The cited region is highlighted.",
   };
   setText($("viewer-title"), `${citation.source} — ${citation.label || `[${citation.n}]`}`);
+  const whole = $("viewer-doc"); // an extraction is not a document of the index: no view of it
+  whole.hidden = String(citation.page_url_template || "").startsWith("/extract/");
+  whole.href = documentHref(citation.doc_id, citation.page);
+  whole.setAttribute("aria-label", `Open ${citation.source}: all its pages, its cards and exports`);
   const quote = $("viewer-quote");
   setText(quote, citation.quote || "");
   quote.hidden = !citation.quote;
@@ -116,6 +121,7 @@ export async function openCitation(citation) {
 export function setupViewer() {
   const dialog = $("viewer");
   $("viewer-close").addEventListener("click", () => dialog.close());
+  $("viewer-doc").addEventListener("click", () => dialog.close());
   $("viewer-zoom").addEventListener("click", () => {
     const zoomed = $("viewer-frame").classList.toggle("zoomed");
     $("viewer-zoom").setAttribute("aria-pressed", String(zoomed));
