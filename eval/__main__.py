@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "query_latency": "eval.query_latency",
     "answer_latency": "eval.answer_latency",
     "rerank_quality": "eval.rerank_quality",
+    "scan_structure": "eval.scan_structure",
+    "scan_orientation": "eval.scan_orientation",
     "retrieval": "eval.retrieval",
     "sentence_vectors": "eval.sentence_vectors",
 }

@@ -304,32 +304,38 @@ class RapidOCREngine:
             return [], 0  # blank: nothing for the detector to find
         models = self._load()
         try:
-            turns = 0
-            if self.orientation == "model":
-                turns = classify_orientation(self.scan_models, image).turns
-                image = np.ascontiguousarray(np.rot90(image, turns))
-            quads = self._detect(models, image)
-            across, down = _elongation(quads)
-            if self.orientation == "model":
-                pass  # the classifier's turns stand
-            elif down > 1.5 * across:
-                turns = 1
-                image = np.ascontiguousarray(np.rot90(image, 1))
-                quads = self._detect(models, image)
-            if self.orientation != "model" and quads and self._upside_down(models, image, quads):
-                turns += 2
-                h, w = image.shape[:2]
-                image = np.ascontiguousarray(np.rot90(image, 2))
-                quads = [
-                    np.array([[w - x, h - y] for x, y in q[[2, 3, 0, 1]]], np.float32)
-                    for q in quads
-                ]
+            image, quads, turns = self.orient(image)
             lines = self._recognise(models, image, split_quads(image, quads))
         except EngineOutputError:
             raise
         except Exception as exc:
             raise EngineOutputError(f"RapidOCR failed: {type(exc).__name__}: {exc}") from exc
-        return lines, turns % 4
+        return lines, turns
+
+    def orient(self, image: np.ndarray) -> tuple[np.ndarray, list[Quad], int]:
+        """The image turned upright, its text quads and the quarter turns that did it: by the
+        text boxes' shape (sideways) and the direction classifier's vote (upside down), or by
+        the page classifier (`orientation="model"`)."""
+        models = self._load()
+        if self.orientation == "model":
+            turns = classify_orientation(self.scan_models, image).turns
+            image = np.ascontiguousarray(np.rot90(image, turns))
+            return image, self._detect(models, image), turns
+        turns = 0
+        quads = self._detect(models, image)
+        across, down = _elongation(quads)
+        if down > 1.5 * across:
+            turns = 1
+            image = np.ascontiguousarray(np.rot90(image, 1))
+            quads = self._detect(models, image)
+        if quads and self._upside_down(models, image, quads):
+            turns += 2
+            h, w = image.shape[:2]
+            image = np.ascontiguousarray(np.rot90(image, 2))
+            quads = [
+                np.array([[w - x, h - y] for x, y in q[[2, 3, 0, 1]]], np.float32) for q in quads
+            ]
+        return image, quads, turns % 4
 
     @staticmethod
     def _detect(models: _Models, image: np.ndarray) -> list[Quad]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,14 @@ class Session:
 
     session: Any
     labels: list[str]
+    name: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)  # model name -> time in `run`
 
     def run(self, feeds: dict[str, Any]) -> list[Any]:
-        return list(self.session.run(None, feeds))
+        start = time.perf_counter()
+        out = list(self.session.run(None, feeds))
+        self.seconds[self.name] = self.seconds.get(self.name, 0.0) + time.perf_counter() - start
+        return out
 
     @property
     def input_name(self) -> str:
@@ -65,6 +71,7 @@ class ScanModels:
     def __init__(self, threads: int | None = None) -> None:
         self.threads = threads
         self._sessions: dict[str, Session] = {}
+        self.seconds: dict[str, float] = {}  # time each model spent running, for the benchmarks
         self._lock = threading.Lock()
 
     def get(self, name: str) -> Session:
@@ -89,4 +96,4 @@ class ScanModels:
         except Exception as exc:
             raise EngineUnavailableError(f"the {name} model failed to load: {exc}") from exc
         meta = session.get_modelmeta().custom_metadata_map
-        return Session(session, meta.get("character", "").split("\n"))
+        return Session(session, meta.get("character", "").split("\n"), name, self.seconds)
