@@ -1,5 +1,5 @@
-"""The place a question names in a document: "on page 17", "pages 51-53", "page two", "the second
-page", "the last page", "the cover page", "slide 4", "Figure 3", "Table 2"; and the PDF pages it
+"""The place a question names in a document: "on page 17", "pages 51-53", "slide 4", "Figure 3",
+"Table 2"; and the PDF pages it
 is in a document whose `Contents` are known (page numbers as the document prints them, where its
 headers or footers print them; a figure or table by the page of its caption)."""
 
@@ -12,23 +12,8 @@ from retrieval.doc_card import Contents
 
 __all__ = ["PageRef", "caption_label", "captions", "page_ref"]
 
-_WORDS = "one two three four five six seven eight nine ten eleven twelve"
-_NUMBER_WORDS = {w: n for n, w in enumerate(_WORDS.split(), 1)}
-_NTH = "first second third fourth fifth sixth seventh eighth"
-_SUFFIXES = ("st", "nd", "rd", "th", "th", "th", "th", "th")
-_ORDINALS = {
-    **{w: n for n, w in enumerate(_NTH.split(), 1)},
-    **{f"{n}{suffix}": n for n, suffix in enumerate(_SUFFIXES, 1)},
-    "last": -1,
-    "final": -1,
-}
-_PAGES = re.compile(
-    r"\bpages?\s+(\d{1,4})(?:\s*(?:-|–|to|through|and)\s*(?:pages?\s+)?(\d{1,4}))?\b", re.I
-)
-_PAGE_WORD = re.compile(rf"\bpage\s+({'|'.join(_NUMBER_WORDS)})\b", re.I)
+_PAGES = re.compile(r"\bpages?\s+(\d{1,4})(?:\s*(?:-|–|to|through|and)\s*(\d{1,4}))?\b", re.I)
 _SLIDE = re.compile(r"\bslides?\s+(\d{1,4})\b", re.I)
-_NTH_PAGE = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+(?:[a-z]+\s+)?(?:page|slide)\b", re.I)
-_COVER = re.compile(r"\b(?:cover|front|title)\s+(?:page|slide)\b", re.I)
 _LABEL = re.compile(r"\b(fig(?:ure)?|table|chart)\s*\.?\s*(\d{1,3})\b", re.I)
 _KINDS = {"fig": "figure", "figure": "figure", "table": "table", "chart": "chart"}
 _CAPTION = re.compile(
@@ -57,7 +42,7 @@ def captions(text: str, label: str) -> bool:
 @dataclass(frozen=True)
 class PageRef:
     """Pages as a document prints their numbers (`printed`, first and last), a page counted from
-    the front (`nth`; -1 is the last), or a figure or table by its caption's label."""
+    the front (`nth`, a slide's number), or a figure or table by its caption's label."""
 
     printed: tuple[int, int] | None = None
     nth: int = 0
@@ -87,15 +72,8 @@ def page_ref(question: str) -> PageRef | None:
         first = int(match[1])
         last = int(match[2]) if match[2] else first
         return PageRef(printed=(first, last)) if 1 <= first <= last else None
-    if match := _PAGE_WORD.search(question):
-        number = _NUMBER_WORDS[match[1].lower()]
-        return PageRef(printed=(number, number))
     if match := _SLIDE.search(question):
         return PageRef(nth=int(match[1])) if int(match[1]) >= 1 else None
-    if match := _NTH_PAGE.search(question):
-        return PageRef(nth=_ORDINALS[match[1].lower()])
-    if _COVER.search(question):
-        return PageRef(nth=1)
     if match := _LABEL.search(question):
         return PageRef(label=f"{_KINDS[match[1].lower()]} {int(match[2])}")
     return None

@@ -13,7 +13,6 @@ from retrieval.answer import (
     FOLLOW_AHEAD,
     MIN_SUPPORT,
     RANK_PRIOR,
-    SIBLING_REACH,
     TABLE_REACH,
     Answer,
     AnswerOptions,
@@ -26,7 +25,6 @@ from retrieval.answer import (
 from retrieval.doc_card import CARD_KIND, Contents
 from retrieval.doc_names import NamedDocuments, NameMatch
 from retrieval.embedder import Embedder
-from retrieval.line_items import with_line_items
 from retrieval.page_layout import Layout
 from retrieval.page_refs import captions, page_ref
 from retrieval.rerank import Reranker, RerankError, sigmoid
@@ -248,9 +246,8 @@ class Retriever:
 
     def ranked(self, question: str, top_k: int, flt: SearchFilter | None = None) -> Ranked:
         """The `top_k` best chunks for the question, best first, and the re-ranker's failure."""
-        expanded = with_line_items(question)
-        vector = self.embedder.embed_query(expanded)
-        text = expanded if self.lexical else None
+        vector = self.embedder.embed_query(question)
+        text = question if self.lexical else None
         fetch = top_k if not self.page_hits else min(_MAX_FETCH, top_k * self.overfetch)
         if self.names is not None:
             fetch = max(fetch, _AGREEMENT_WINDOW)
@@ -350,7 +347,6 @@ class Retriever:
             caption=place.label if place is not None else "",
             following=self.following,
             table_rest=self.table_rest,
-            around=self.around,
             unit_of=self.unit_of,
             name_terms=_name_terms(req.question, names),
             card_of=self.names.card if self.names is not None else None,
@@ -368,10 +364,6 @@ class Retriever:
     def table_rest(self, chunk: Chunk) -> list[Chunk]:
         """The other row groups of `chunk`'s table on its page, from the store."""
         return table_pieces(chunk, self._nearby(chunk, TABLE_REACH))
-
-    def around(self, chunk: Chunk) -> list[Chunk]:
-        """The chunks around `chunk` in its document, from the store."""
-        return self._nearby(chunk, SIBLING_REACH)
 
     def unit_of(self, chunk: Chunk) -> str:
         """The unit a table chunk's neighbours state (`table_unit`), from the store."""

@@ -8,7 +8,6 @@ caller sets.
 
 from retrieval.answer.candidates import (
     FOLLOW_AHEAD,
-    SIBLING_REACH,
     TABLE_REACH,
     PageRange,
     answer_texts,
@@ -29,7 +28,6 @@ __all__ = [
     "HEADING_LEAD",
     "MIN_SUPPORT",
     "RANK_PRIOR",
-    "SIBLING_REACH",
     "TABLE_REACH",
     "Answer",
     "AnswerOptions",

@@ -29,9 +29,6 @@ FOLLOW_AHEAD = 3  # chunks after a lead-in that may hold what it introduces
 TABLE_REACH = 4  # row-group chunks of a table on either side of a hit that its answer reads
 
 
-SIBLING_REACH = 8  # chunks on either side of an answer's chunk whose sections it is compared with
-
-
 _SUBSTANCE_WORDS = 8  # a shorter chunk after a lead-in (a table's column header) is passed over
 
 

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from retrieval.line_items import with_line_items
 from retrieval.page_refs import captions
 from retrieval.schema import ScoredChunk
 from retrieval.text_terms import stems
@@ -16,7 +15,6 @@ if TYPE_CHECKING:
 
 from retrieval.answer.candidates import _candidates, _headings, _Sentence, _with_table_rest
 from retrieval.answer.cite import _cite_sentence, _opens
-from retrieval.answer.compared import _compared
 from retrieval.answer.meet import _meet
 from retrieval.answer.options import Answer, AnswerOptions
 from retrieval.answer.said import _said, _with_unit
@@ -80,9 +78,6 @@ def extractive_answer(
         chosen[0].cell is not None and id(chosen[0]) in met
     ):  # the cell asked for, not its row's others
         chosen = [s for s in chosen if s.cell is None or id(s) in met]
-    chosen, top = _compared(
-        question, chosen, sentences, top, options.around, max_sentences, options.name_terms
-    )
     if options.unit_of is not None:
         chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
@@ -111,7 +106,7 @@ def _heading_lead(
     found = [h for h in _headings(hits, options.pages) if h.terms & wanted]
     if not found:
         return None, support
-    asked = embedder.embed_query(with_line_items(question))
+    asked = embedder.embed_query(question)
     similarity = embedder.embed_documents([h.text for h in found]) @ asked
     for i in sorted(range(len(found)), key=lambda i: -similarity[i]):
         if similarity[i] <= support + options.heading_lead:

@@ -14,7 +14,6 @@ from retrieval.cells import (
     periods,
 )
 from retrieval.doc_card import DocKind, DocumentCard
-from retrieval.line_items import measure_text, other_names
 from retrieval.schema import ScoredChunk
 from retrieval.text_terms import stems
 
@@ -157,9 +156,9 @@ def _meet(
     years = periods(question) or _years_of_quarter(question, cards)
     if not years:
         return [1.0] * len(sentences)
-    own = set(stems(_PART_OF_YEAR.sub(" ", measure_text(question)))) - years - _WHEN - ignored
+    own = set(stems(_PART_OF_YEAR.sub(" ", question))) - years - _WHEN - ignored
     own = {t for t in own if t not in _MONTHS and not t.isdigit()}  # "July 29" is no measure
-    names = [frozenset(stems(name)) for name in other_names(question)]
+    names: list[frozenset[str]] = []
     measure = own.union(*names)
     calendars = {d: card.fiscal_calendar for d, card in cards.items() if card is not None}
     dated_as = {

@@ -49,9 +49,7 @@ class AnswerOptions:
     3"): a sentence of the hits that captions it is cited first (with what it captions, as any
     caption), since what the question asks is in that figure or table; a section heading over a
     hit's chunk leads the answer when it is more like the question than the best sentence by
-    `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md); `around` gives the chunks
-    around a chunk in its document (a store lookup), whose sibling sections a superlative
-    question compares (`_compared`)."""
+    `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -68,7 +66,6 @@ class AnswerOptions:
     unit_of: Callable[[Chunk], str] | None = None
     caption: str = ""
     heading_lead: float = HEADING_LEAD
-    around: Callable[[Chunk], Sequence[Chunk]] | None = None
 
 
 class Answer(NamedTuple):

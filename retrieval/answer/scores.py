@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from retrieval.line_items import other_names, with_line_items
 from retrieval.schema import ScoredChunk
 from retrieval.text_terms import stems
 
@@ -35,20 +34,17 @@ def _rank(
     sentences: list[_Sentence],
     ignored: frozenset[str] = frozenset(),
 ) -> list[float]:
-    """Support of each sentence: IDF-weighted share of the question terms (but `ignored`) and
-    of the other names of a line item it names ("topline" is "revenues"), times the hit
-    weight."""
+    """Support of each sentence: IDF-weighted share of the question terms (but `ignored`),
+    times the hit weight."""
     wanted = (set(stems(question)) - ignored) or set(stems(question))
     wanted = wanted or set(stems(question, keep_stopwords=True))
-    wanted |= {t for name in other_names(question) for t in stems(name)} - ignored
     if not wanted or not sentences:
         return [0.0] * len(sentences)
     df = Counter(t for s in sentences for t in s.terms & wanted)
     n = len(sentences)
 
     def weight(term: str) -> float:
-        idf = math.log(1.0 + (n - df[term] + 0.5) / (df[term] + 0.5))
-        return idf * (1.5 if term[0].isdigit() else 1.0)
+        return math.log(1.0 + (n - df[term] + 0.5) / (df[term] + 0.5))
 
     total = sum(weight(t) for t in wanted)
     top = max(hit.score for hit in hits)
@@ -87,7 +83,7 @@ def _dense(
     if not order:
         return [0.0] * len(sentences), 0.0
     texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]
-    similarity = embedder.embed_documents(texts) @ embedder.embed_query(with_line_items(question))
+    similarity = embedder.embed_documents(texts) @ embedder.embed_query(question)
     scores = [0.0] * len(sentences)
     for i, value in zip(order, similarity, strict=True):
         scores[i] = max(float(value), 1e-6)
