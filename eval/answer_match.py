@@ -51,6 +51,8 @@ _NUMBER = re.compile(
     r"(?:\s*(?P<word>thousand|million|billion|trillion|mn|bn)\b|(?P<short>[kmb])(?![\w]))?",
     re.IGNORECASE,
 )
+_MARKER = re.compile(r"\[\d+\]")
+"""An answer's citation marker ("[2]"), not a number of the answer."""
 _SCALES = {"thousand": 3, "k": 3, "million": 6, "mn": 6, "m": 6}
 _SCALES.update({"billion": 9, "bn": 9, "b": 9, "trillion": 12})
 _BARE_UNITS = (0, 3, 6)
@@ -73,9 +75,10 @@ class Quantity:
 
 
 def quantities(text: str) -> list[Quantity]:
-    """The numbers of `text` ("$1,577.00", "(0.02)", "24.6%", "$2,018mn", "1.8 bn", "3 percent")."""
+    """The numbers of `text` ("$1,577.00", "(0.02)", "24.6%", "$2,018mn", "1.8 bn", "3 percent"),
+    citation markers ("[2]") left out."""
     found = []
-    for m in _NUMBER.finditer(text):
+    for m in _NUMBER.finditer(_MARKER.sub(" ", text)):
         fraction = m.group("frac") or ""
         scale_word = (m.group("word") or m.group("short") or "").lower()
         unit = "%" if m.group("pct") else "$" if m.group("cur") else ""

@@ -1,15 +1,17 @@
 """Answers right: the yardstick of right answers on each dev set, `tune` and `check` side by side.
 
     python -m eval answers --split tune|check|all [--dataset financebench --dataset mmlongbench]
-        [--data ../shared/data] [--work .bench/retrieval] [--limit-docs N] [--results PATH]
+        [--data ../shared/data] [--work .bench/retrieval] [--limit-docs N] [--index DIR]
+        [--results PATH]
 
 Every question is asked as `POST /query` answers it (`retrieval.generate.answer_query` with the
 services' retriever and LLM settings: extractive unless FOLIO_LLM_URL is set), top 5 hits, of
 ONE index per (dataset, split) holding only that split's documents (`open_folio` keyed
 `<dataset>-<split>`, cached under --work: ingest runs about 2 pages/s on 2 cores, so a split's
 index is built once and reused; `--limit-docs N` indexes the split's N smallest files, for a
-quick run). `--split all` runs `tune` and `check`, each over its own index, and prints both.
-Judged by `eval/answer_match.py`:
+quick run; `--index DIR` queries a finished index whatever its key, as the files that shape an
+index change under other work). `--split all` runs `tune` and `check`, each over its own index,
+and prints both. Judged by `eval/answer_match.py`:
 
 - FinanceBench: the gold answer's numbers inside the answer text, and inside the first
   citation's quote (or the PDF's words inside its drawn boxes), over the questions whose gold
@@ -36,6 +38,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -285,7 +288,8 @@ def _run_index(
     pdfs = _split_pdfs(corpus.pdfs, dataset, split, args.limit_docs)
     name = f"{dataset}-{split}" + (f"-{args.limit_docs}docs" if args.limit_docs else "")
     started = time.perf_counter()
-    index = open_folio(name, pdfs, args.work, ocr=args.ocr, seed=dataset)
+    existing = next((p for p in args.index if re.fullmatch(rf"{name}-[0-9a-f]+", p.name)), None)
+    index = open_folio(name, pdfs, args.work, ocr=args.ocr, seed=dataset, existing=existing)
     log.info("%s: %d PDFs, %d pages (%s)", name, len(pdfs), index.pages, index.directory)
     services = index.services
     try:
@@ -334,6 +338,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
     parser.add_argument("--ocr", choices=("never", "auto"), default="never")
     parser.add_argument("--limit-docs", type=int, default=0, help="the split's N smallest PDFs")
+    parser.add_argument(
+        "--index",
+        type=Path,
+        action="append",
+        default=[],
+        help="a finished index <dataset>-<split>-<key> to query whatever its key (repeatable)",
+    )
     parser.add_argument("--user-questions", type=Path, default=USER_QUESTIONS)
     parser.add_argument("--results", type=Path, help="default .bench/results/answers-<split>.json")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -367,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         command += f" --limit-docs {args.limit_docs}"
     if args.ocr != "never":
         command += f" --ocr {args.ocr}"
+    command += "".join(f" --index {p}" for p in args.index)
     print(table(by_split))
     print()
     for note in notes:

@@ -107,6 +107,7 @@ def test_int_is_a_whole_number_of_the_text() -> None:
     assert int_in("12", "twelve stations")
     assert not int_in("17", "there were 71 stations")
     assert not int_in("17", "17.5 stations")
+    assert not int_in("2", "the stations [2]")  # a citation marker is not a number said
 
 
 def test_float_is_within_one_percent_or_a_share_or_percentage() -> None:
