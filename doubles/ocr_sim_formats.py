@@ -8,8 +8,8 @@ The served model's family (`ocr_engine.options.ocr_family`) picks what a registe
 - MinerU2.5: the page image stretched to 1036² (`mineru.layout_png`) answers the layout lines
   (``<|box_start|>x1 y1 x2 y2<|box_end|><|ref_start|>type<|ref_end|><|rotate_up|>``, 0-1000,
   three digits), and each region's crop, rendered exactly as the client renders it
-  (`mineru.render_crop` of `mineru.region_box`), answers its text: plain text, tables in OTSL,
-  equations as ``\\[..\\]``.
+  (`vllm_regions.render_crops` of `mineru.region_box`), answers its text: plain text, tables in
+  OTSL, equations as ``\\[..\\]``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from ocr_engine.mineru import (
     layout_png,
     parse_layout,
     region_box,
-    render_crop,
 )
 from ocr_engine.options import OcrFamily
 from ocr_engine.schema import Block, BlockType, Page
+from ocr_engine.vllm_regions import render_crops
 from ocr_engine.vlm_blocks import smart_resize
 
 __all__ = ["dots_json", "mineru_layout", "mineru_text", "otsl", "sim_page_images"]
@@ -179,9 +179,11 @@ def mineru_text(block: Block) -> str:
 
 
 def _mineru_images(
-    pdf_page: pymupdf.Page, page: Page, png: bytes, dpi: int, max_pixels: int, name: str
+    pdf: bytes, pdf_page: pymupdf.Page, page: Page, png: bytes, dpi: int, max_pixels: int, name: str
 ) -> list[PageImage]:
-    """The layout image's answer, then each crop's, for one page."""
+    """The layout image's answer, then each crop's, for one page. The crops are rendered by the
+    client's own `render_crops`, from a document of their own and in the client's order: MuPDF
+    caches decoded images, so a crop of a scan rendered after the whole page can differ."""
     lines = mineru_layout(page)
     layout_text = "\n".join(line for line, _ in lines)
     image = layout_png(png)
@@ -197,18 +199,17 @@ def _mineru_images(
     ]
     by_line = {parse_layout(line)[0]: block for line, block in lines if parse_layout(line)}
     rect = pdf_page.rect
-    for region in parse_layout(layout_text):
+    asked = [r for r in parse_layout(layout_text) if content_prompt(r) is not None]
+    boxes = [(region_box(r, rect.width, rect.height, rect.x0, rect.y0), r.angle) for r in asked]
+    crops = render_crops(pdf, None, number, dpi, max_pixels, boxes)
+    for region, crop in zip(asked, crops, strict=True):
         block = by_line.get(region)
-        if block is None or content_prompt(region) is None:
-            continue
-        box = region_box(region, rect.width, rect.height, rect.x0, rect.y0)
-        crop = render_crop(pdf_page, box, dpi=dpi, max_pixels=max_pixels, angle=region.angle)
         out.append(
             PageImage(
                 key=hashlib.sha256(crop.png).hexdigest(),
                 width_px=crop.width_px,
                 height_px=crop.height_px,
-                text=mineru_text(block),
+                text=mineru_text(block) if block is not None else "",
                 origin=f"{name} page {number} {region.label} region (synthesised)",
             )
         )
@@ -258,7 +259,9 @@ def sim_page_images(
                     )
                 )
                 continue
-            first, *crops = _mineru_images(doc[number], page, rendered.png, dpi, max_pixels, name)
+            first, *crops = _mineru_images(
+                pdf, doc[number], page, rendered.png, dpi, max_pixels, name
+            )
             pages.append(first)
             extra.extend(crops)
         return pages, extra

@@ -61,9 +61,10 @@ def build_request(
     strict: bool = False,
 ) -> dict[str, Any]:
     """The chat-completions body for one page image (OCR_FORMATS.md §1.5)."""
-    if profile is DOTS_OCR:
+    # by name: a profile sent to a render process arrives as a copy
+    if profile.name == DOTS_OCR.name:
         return dots_request(options, image_url, width_px, height_px, strict=strict)
-    if profile is MINERU25:
+    if profile.name == MINERU25.name:
         return layout_request(options, image_url, width_px, height_px, strict=strict)
     max_tokens = options.max_tokens or max(
         256, options.context_tokens - profile.prompt_tokens(width_px, height_px)
