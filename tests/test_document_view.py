@@ -84,7 +84,8 @@ def test_a_document_has_its_own_view_with_large_cards_and_exports(
         ask and docs and docs["x"] > ask["x"] + ask["width"] - 1 and abs(docs["y"] - ask["y"]) < 2
     )
     expect(page.locator("section.extract")).to_be_hidden()
-    _keep(page.screenshot(), f"home-{width}.png")
+    if width == 900:
+        _keep(page.screenshot(), "home-900.png")
 
     row.locator("a.doc-name").click()
     assert urlsplit(page.url).query == f"doc={doc_id}"
@@ -143,6 +144,11 @@ def test_a_citation_opens_its_document_at_its_page(
     status = page.locator("#ask-status")
     expect(status).to_contain_text("Quoted from the documents")
     expect(status).to_contain_text("Connect a language model for written answers: see Settings")
+    page.wait_for_function(
+        "() => { const i = document.querySelector('#cite-1 img.crop');"
+        " return i && i.complete && i.naturalWidth > 0; }"
+    )
+    _keep(page.screenshot(), "ask-1400.png")
     assert "FOLIO_LLM_URL" not in (status.text_content() or "")
     source = page.locator("#cite-1 a.source")
     expect(source).to_have_text("kelud report.pdf")
