@@ -280,7 +280,6 @@ def _run_index(
     dataset: str, split: str, args: argparse.Namespace, users: Sequence[dict[str, Any]]
 ) -> tuple[dict[str, Figure], list[Asked], str]:
     """Open (or build) the index of one (dataset, split) and ask every question of it."""
-    from eval.answer_sets import doc_ids_by_stem
     from eval.retrieval_data import load_corpus
     from eval.retrieval_index import open_folio
 
@@ -293,7 +292,8 @@ def _run_index(
     log.info("%s: %d PDFs, %d pages (%s)", name, len(pdfs), index.pages, index.directory)
     services = index.services
     try:
-        stems = set(doc_ids_by_stem(services))
+        # the split's files, indexed or not: a question on a file the ingest failed is asked too
+        stems = {p.stem for p in pdfs}
         if dataset == "financebench":
             asked = _financebench_questions(corpus, stems, split)
         elif dataset == "mmlongbench":
@@ -321,7 +321,8 @@ def _run_index(
     finally:
         services.close()
     took = time.perf_counter() - started
-    note = f"{name}: {len(pdfs)} PDFs, {index.pages} pages, {index.directory}, {took:.0f} s"
+    failed = f" ({len(index.failed)} failed to ingest)" if index.failed else ""
+    note = f"{name}: {len(pdfs)} PDFs{failed}, {index.pages} pages, {index.directory}, {took:.0f} s"
     return figures, [*asked, *mine, *wrong], note
 
 
