@@ -1,7 +1,11 @@
 """Ingest pages/s of one coordinator with 0 (the embedded pipeline), 1, 2 and 4 `folio worker`
-processes on a real redis-server, the same files in the same run, and the queue's cost per unit.
+processes on a real redis-server, the same files in the same run, and the queue's cost per unit;
+the workers read the documents from shared storage (`--data-dir`, `shared`) or, started in empty
+directories, fetch them over HTTP from the coordinator's API on loopback (`http`): bytes moved
+per page and the workers' cache hit rate.
 
     python -m eval.queue_scaling [--data ../shared/data] [--files 4] [--workers 1,2,4]
+        [--modes shared,http]
 
 The hashing embedder stands in for the model, so the figures are of page reading and the queue,
 not of embedding (which bounds a real ingest on these cores; see docs/benchmarks.md).
@@ -11,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -19,9 +25,10 @@ import time
 from pathlib import Path
 
 from doubles.fakes import HashEmbedder
-from doubles.loopback import free_port
+from doubles.loopback import ThreadedServer, free_port
 from ocr_engine.options import OcrMode
-from server.services import build_services
+from server.app import create_app
+from server.services import Services, build_services
 from server.settings import Settings
 
 FOLIO = str(Path(sys.executable).parent / "folio")
@@ -48,29 +55,70 @@ def _redis(port: int, cwd: Path) -> subprocess.Popen[bytes]:
         time.sleep(0.1)
 
 
-def _run(pdfs: list[Path], data: Path, workers: int, url: str | None) -> tuple[int, float, int]:
-    """(pages, seconds, units sent) of one ingest of `pdfs` into a new data directory."""
+class _Served(ThreadedServer):
+    name = "coordinator"
+
+    def __init__(self, services: Services, sock: socket.socket) -> None:
+        self._listen(create_app(services, watch=False), sock)
+
+
+_CACHE_LINE = re.compile(r"cache: (\d+) hits, (\d+) misses .*?, (\d+) bytes fetched")
+
+
+def _cache(logs: list[Path]) -> tuple[int, int, int]:
+    """(hits, misses, bytes fetched) over the workers' closing log lines."""
+    hits = misses = fetched = 0
+    for log in logs:
+        for found in _CACHE_LINE.finditer(log.read_text(errors="replace")):
+            hits, misses, fetched = (
+                hits + int(found[1]),
+                misses + int(found[2]),
+                fetched + int(found[3]),
+            )
+    return hits, misses, fetched
+
+
+def _run(
+    pdfs: list[Path], data: Path, workers: int, url: str | None, mode: str
+) -> tuple[int, float, int, tuple[int, int, int]]:
+    """(pages, seconds, units sent, (cache hits, misses, bytes fetched)) of one ingest of `pdfs`
+    into a new data directory."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
     more: dict[str, object] = {"broker_url": url} if workers else {}
+    if workers and mode == "http":
+        more["public_url"] = f"http://127.0.0.1:{sock.getsockname()[1]}"
     settings = Settings.model_validate({"data_dir": data, "ocr": OcrMode.never, **more})
     services = build_services(settings, embedder=HashEmbedder(64))
-    env = {**os.environ, "FOLIO_BROKER_URL": url or "", "HF_HUB_OFFLINE": "1"}
-    procs = [
-        subprocess.Popen(
-            [FOLIO, "worker", "--data-dir", str(data)], env=env, stderr=subprocess.DEVNULL
-        )
-        for _ in range(workers)
-    ]
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("FOLIO_")},
+        "FOLIO_BROKER_URL": url or "",
+        "HF_HUB_OFFLINE": "1",
+    }
+    logs = [data.parent / f"{data.name}-worker{i}.log" for i in range(workers)]
+    procs = []
+    for i, log in enumerate(logs):
+        args = [FOLIO, "worker"] + (["--data-dir", str(data)] if mode == "shared" else [])
+        home = data.parent / f"{data.name}-worker{i}"
+        home.mkdir()
+        with log.open("wb") as out:
+            procs.append(subprocess.Popen(args, env=env, cwd=home, stderr=out))
+    server = _Served(services, sock) if workers and mode == "http" else None
     try:
+        if server is not None:
+            server.__enter__()
         started = time.perf_counter()
         results = services.sync.ingest_paths(pdfs)
         seconds = time.perf_counter() - started
         sent = int(getattr(services.ingestor.extractor, "sent", 0))
     finally:
+        if server is not None:
+            server.__exit__()
         services.close()
         for proc in procs:
             proc.terminate()
             proc.wait(30)
-    return sum(r.pages for r in results), seconds, sent
+    return sum(r.pages for r in results), seconds, sent, _cache(logs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,39 +126,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--modes", default="shared,http", help="shared, http or both")
     args = parser.parse_args(argv)
     folder = args.data / "docugami_sec10q" / "docs"
     if not folder.exists():
         print(f"skipped: {folder} not found (the benchmark reads ../shared/data in place)")
         return 0
     pdfs = sorted(folder.glob("*.pdf"))[: args.files]
-    counts = [0] + [int(n) for n in args.workers.split(",")]
+    runs = [(0, "embedded")] + [
+        (int(n), mode) for mode in args.modes.split(",") for n in args.workers.split(",")
+    ]
     with tempfile.TemporaryDirectory(prefix="folio-queue-") as work:
         port = free_port()
         redis = _redis(port, Path(work))
         url = f"redis://127.0.0.1:{port}/0"
         rows = []
         try:
-            for n in counts:
-                pages, seconds, sent = _run(pdfs, Path(work) / f"w{n}", n, url if n else None)
-                rows.append((n, pages, seconds, sent))
+            for n, mode in runs:
+                data = Path(work) / f"w{n}-{mode}"
+                pages, seconds, sent, cache = _run(pdfs, data, n, url if n else None, mode)
+                rows.append((n, mode, pages, seconds, sent, cache))
         finally:
             redis.kill()
             redis.wait(10)
-    base = rows[0][2]
+    base = rows[0][3]
     print(f"{len(pdfs)} files of {folder}, hashing embedder, load avg {os.getloadavg()[0]:.1f}")
-    print("| workers | pages | seconds | pages/s | units | vs embedded |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for n, pages, seconds, sent in rows:
+    print(
+        "| workers | documents from | pages | seconds | pages/s | units | vs embedded | "
+        "bytes fetched per page | cache hit rate |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for n, mode, pages, seconds, sent, (hits, misses, fetched) in rows:
         label = "0 (embedded)" if n == 0 else str(n)
         units = str(sent) if n else "—"
+        asked = hits + misses
+        rate = f"{hits / asked:.0%}" if asked else "—"
+        moved = f"{fetched / pages:,.0f}" if mode == "http" and pages else "—"
         print(
-            f"| {label} | {pages} | {seconds:.1f} | {pages / seconds:.2f} | {units} | "
-            f"{base / seconds:.2f}x |"
+            f"| {label} | {mode} | {pages} | {seconds:.1f} | {pages / seconds:.2f} | {units} | "
+            f"{base / seconds:.2f}x | {moved} | {rate} |"
         )
-    one = next((r for r in rows if r[0] == 1), None)
-    if one is not None and one[3]:
-        print(f"queue cost per unit (1 worker against embedded): {(one[2] - base) / one[3]:.3f} s")
+    one = next((r for r in rows if r[0] == 1 and r[1] == "shared"), None)
+    if one is not None and one[4]:
+        print(f"queue cost per unit (1 worker against embedded): {(one[3] - base) / one[4]:.3f} s")
     print("command: python -m eval.queue_scaling " + " ".join(argv or sys.argv[1:]))
     return 0
 

@@ -3,9 +3,12 @@
 The coordinator (`folio serve` / `folio ingest`, the ledger's one writer) runs the embedded
 pipeline unchanged except for where page windows are read: `QueueExtractor` sends each window as a
 unit (document hash + page range, with a deterministic message id) and waits for its pages, which
-a worker read from the coordinator's stored copy of the PDF (`DATA_DIR/documents/`, shared storage
-mounted read-only). Chunking, embedding, the index and the ledger stay with the coordinator, so
-the chunks and point ids are those of an embedded run, whichever worker read which window.
+a worker reads from the document's address the unit carries (`ingest.doc_bytes`: the coordinator's
+API with a token, an S3-compatible store) or from shared storage where `DATA_DIR/documents/` is
+mounted (preferred). A worker that can read the bytes from none of them answers so, and the
+document waits for a worker that can (retried with backoff). Chunking, embedding, the index and
+the ledger stay with the coordinator, so the chunks and point ids are those of an embedded run,
+whichever worker read which window.
 
 A worker killed mid-unit leaves its message unacknowledged; Redis maintenance run by the other
 workers puts it back on the queue once the dead worker's heartbeat is `heartbeat_s` old. A unit
@@ -31,6 +34,8 @@ from dramatiq.results import Results, ResultTimeout
 from dramatiq.results.backends import RedisBackend
 from pydantic import BaseModel
 
+from ingest.doc_bytes import DocAddress, DocSources, NoReaderError
+from ingest.doc_fetch import DocCache, DocFetcher
 from ingest.extractor import Extractor, WindowReader, WindowResult, WorkerCrashedError
 from ingest.guards import PdfLimits
 from ocr_engine.errors import BadInputError, EngineOutputError, EngineUnavailableError
@@ -79,11 +84,15 @@ class WindowUnit(BaseModel):
     last: int
     options: ExtractOptions
     limits: PdfLimits
+    address: DocAddress | None = None
 
     def message_id(self) -> str:
-        """The same unit always has the same id: document, window and how it is read."""
+        """The same unit always has the same id: document, window, how it is read and its
+        address (whose token changes with each sending: an answer left by an earlier sending,
+        read from a worker's prefetched copy, is never taken for this one's)."""
         how = self.options.model_dump_json() + self.limits.model_dump_json()
-        return str(uuid.uuid5(_NAMESPACE, f"{self.doc_id}:{self.first}-{self.last}:{how}"))
+        where = self.address.model_dump_json() if self.address is not None else ""
+        return str(uuid.uuid5(_NAMESPACE, f"{self.doc_id}:{self.first}-{self.last}:{how}{where}"))
 
 
 class _UnitError(BaseModel):
@@ -101,10 +110,15 @@ _RAISED: dict[str, Callable[[str], Exception]] = {
     "unavailable": EngineUnavailableError,
     "output": EngineOutputError,
     "crashed": WorkerCrashedError,
+    "unreachable": lambda message: NoReaderError(
+        f"waiting for a worker that can read it: {message}"
+    ),
 }
 
 
 def _error_kind(exc: BaseException) -> str:
+    if isinstance(exc, NoReaderError):
+        return "unreachable"
     if isinstance(exc, BadInputError):
         return "bad_input"
     if isinstance(exc, EngineOutputError):
@@ -168,11 +182,13 @@ class QueueExtractor(Extractor):
         limits: PdfLimits | None = None,
         unit_timeout_s: float = 3600.0,
         waiting: int = 32,
+        sources: DocSources | None = None,
     ) -> None:
         super().__init__(options, cache_path=None, limits=limits, processes=1)
         self.broker = broker
         self.backend = backend
         self.unit_timeout_s = unit_timeout_s
+        self.sources = sources
         self.actor = _declare(broker, _no_worker_side)
         self._waiters = ThreadPoolExecutor(waiting, thread_name_prefix="folio-unit")
         self.sent = 0
@@ -191,9 +207,11 @@ class QueueExtractor(Extractor):
             options=self._sent_options,
             limits=self.limits,
         )
-        return self._waiters.submit(self._run, unit)
+        return self._waiters.submit(self._run, unit, path)
 
-    def _run(self, unit: WindowUnit) -> WindowResult:
+    def _run(self, unit: WindowUnit, path: Path) -> WindowResult:
+        if self.sources is not None:  # signed now: the token lives from when the unit is sent
+            unit = unit.model_copy(update={"address": self.sources.address(unit.doc_id, path)})
         message = self.actor.message(unit.model_dump_json()).copy(message_id=unit.message_id())
         key = self.backend.build_message_key(message)
         where = f"pages {unit.first}-{unit.last} of {unit.name}"
@@ -242,11 +260,11 @@ def _with_api_key(options: ExtractOptions, api_key: str | None) -> ExtractOption
 
 
 class _Readers:
-    """One WindowReader per worker thread and way of reading; PDFs from `documents`; requests to
+    """One WindowReader per worker thread and way of reading; PDFs from `fetcher`; requests to
     an OCR endpoint carry `ocr_api_key` (the worker's own)."""
 
-    def __init__(self, documents: Path, ocr_api_key: str | None = None) -> None:
-        self.documents = documents
+    def __init__(self, fetcher: DocFetcher, ocr_api_key: str | None = None) -> None:
+        self.fetcher = fetcher
         self.ocr_api_key = ocr_api_key
         self._local = threading.local()
 
@@ -255,11 +273,15 @@ class _Readers:
             unit = WindowUnit.model_validate_json(unit_json)
             if not _PDF_NAME.match(unit.file):
                 raise BadInputError(f"not a stored document: {unit.file!r}")
+            address = unit.address or DocAddress(doc_id=unit.file.removesuffix(".pdf"), size=0)
+            if f"{address.doc_id}.pdf" != unit.file:
+                raise BadInputError(f"the unit's address is not of {unit.file!r}")
             log.info(
                 "unit %s: pages %d-%d of %s", unit.message_id(), unit.first, unit.last, unit.name
             )
+            path = self.fetcher.path(address, unit.name)
             result = self._reader(unit).read(
-                str(self.documents / unit.file),
+                str(path),
                 unit.name,
                 unit.password,
                 unit.doc_id,
@@ -292,21 +314,36 @@ def run_worker(
     *,
     heartbeat_s: float = 60.0,
     ocr_api_key: str | None = None,
+    cache_dir: Path | None = None,
+    cache_bytes: int = 2 << 30,
 ) -> None:
-    """Read units until `stop` is set; the documents come from `data_dir/documents` (read only);
-    OCR requests carry `ocr_api_key`."""
+    """Read units until `stop` is set; the documents come from `data_dir/documents` (read only)
+    where it is mounted, else fetched into `cache_dir` (unset: a temporary directory, removed at
+    the end) up to `cache_bytes`; OCR requests carry `ocr_api_key`."""
+    import shutil
+    import tempfile
+
     import pymupdf
 
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)
     broker, _ = connect(url, heartbeat_s=heartbeat_s)
-    readers = _Readers(data_dir / "documents", ocr_api_key)
+    shared = data_dir / "documents"
+    temporary = cache_dir is None
+    root = Path(tempfile.mkdtemp(prefix="folio-worker-cache-")) if cache_dir is None else cache_dir
+    fetcher = DocFetcher(shared if shared.is_dir() else None, DocCache(root, cache_bytes))
+    readers = _Readers(fetcher, ocr_api_key)
     _declare(broker, readers.read)
     worker = dramatiq.Worker(broker, queues={QUEUE}, worker_threads=1, worker_timeout=500)
     worker.start()
-    log.info("folio worker reading %s from %s", QUEUE, _redact(url))
+    where = f"shared storage {shared}" if shared.is_dir() else f"fetched into {root}"
+    log.info("folio worker reading %s from %s; documents: %s", QUEUE, _redact(url), where)
     try:
         stop.wait()
     finally:
         worker.stop()
         broker.close()
+        fetcher.close()
+        log.info("folio worker stopped; %s", fetcher.cache.stats.line())
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)

@@ -17,6 +17,7 @@ from ingest.worker import IngestWorker
 from server.deps import page_renderer
 from server.mcp_server import mcp_endpoint
 from server.routes.answers import router as answers_router
+from server.routes.doc_bytes import router as doc_bytes_router
 from server.routes.documents import router as documents_router
 from server.routes.extract import router as extract_router
 from server.routes.health import router as health_router
@@ -98,6 +99,7 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     app.include_router(health_router)
     app.include_router(extract_router)
     app.include_router(web_router)
+    app.include_router(doc_bytes_router)  # workers' fetches of stored copies (a token each)
     mcp = mcp_endpoint(services, renderer)  # streamable HTTP at /mcp, behind the API key
     app.router.routes.extend(mcp.routes)
 

@@ -348,9 +348,12 @@ def serve(
 @app.command()
 def worker(data_dir: DataDir = None) -> None:
     """Scale-out only (docs/scaling.md): read page windows for a coordinator (`folio serve` or
-    `ingest` with FOLIO_BROKER_URL set) from the broker at FOLIO_BROKER_URL; it reads
-    DATA_DIR/documents and writes nothing there. The OCR endpoint comes with each window, its API
-    key from this worker's FOLIO_OCR_API_KEY."""
+    `ingest` with FOLIO_BROKER_URL set) from the broker at FOLIO_BROKER_URL. Documents come from
+    DATA_DIR/documents where the coordinator's data directory is mounted (read only), else from
+    the address each window carries (the coordinator's API, or its object store with this
+    worker's AWS_* credentials), cached by hash in FOLIO_WORKER_CACHE_DIR up to
+    FOLIO_WORKER_CACHE_MB. The OCR endpoint comes with each window, its API key from this
+    worker's FOLIO_OCR_API_KEY."""
     import signal
     import threading
 
@@ -372,6 +375,8 @@ def worker(data_dir: DataDir = None) -> None:
             stop,
             heartbeat_s=settings.broker_heartbeat_s,
             ocr_api_key=key.get_secret_value() if key is not None else None,
+            cache_dir=settings.worker_cache_dir,
+            cache_bytes=settings.worker_cache_mb << 20,
         )
     except BrokerUnavailableError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -9,6 +9,9 @@ middleware outside this one, so browsers can ask before they send the key.
 A signed citation link (`retrieval.links`: a page image, crop or viewer page with `exp` and
 `sig`) opens without the key until it expires; a tampered, expired or other page's signature is
 a 401 that says which.
+
+A worker's fetch of a stored copy (`/worker/documents/{sha256}.pdf`) is left to its route, which
+opens it only with the document token the coordinator put in the worker's unit.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import hmac
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ingest.doc_bytes import WORKER_PATH
 from retrieval.links import LinkRefusedError, LinkSigner, carries_signature
 from server.deps import error_response
 
@@ -58,6 +62,9 @@ class ApiKeyMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or is_open(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] in ("GET", "HEAD") and scope["path"].startswith(WORKER_PATH):
             await self.app(scope, receive, send)
             return
         token = bearer_token(Headers(scope=scope).get("authorization"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ingest.doc_bytes import DocSources, DocTokens
 from ingest.embed_cache import EMBED_CACHE_FILE, EmbeddingCache
 from ingest.events import EventHub
 from ingest.files import DocumentFiles
@@ -187,6 +188,27 @@ def _read_through_queue(settings: Settings, ingestor: Ingestor) -> None:
         backend,
         limits=options.limits,
         unit_timeout_s=settings.broker_unit_timeout_s,
+        sources=doc_sources(settings),
+    )
+
+
+def doc_sources(settings: Settings) -> DocSources:
+    """Where units say their documents' bytes are: this coordinator's API (FOLIO_PUBLIC_URL, a
+    token each, valid while a unit may wait) and the object store (FOLIO_OBJECT_STORE_URL,
+    checked now: ObjectStoreError names a missing bucket or refused credentials)."""
+    from server.cli_support import local_url
+
+    store = None
+    if settings.object_store_url is not None:
+        from ingest.object_store import ObjectStore
+
+        store = ObjectStore(settings.object_store_url)
+        store.check()
+    return DocSources(
+        public_url=settings.public_url or local_url(settings.host, settings.port),
+        tokens=DocTokens.for_data_dir(settings.data_dir),
+        ttl_s=settings.broker_unit_timeout_s + 300.0,
+        store=store,
     )
 
 

@@ -135,6 +135,22 @@ class Settings(BaseSettings):
         default=3600.0, gt=0, description="a page window no worker answered in this time fails"
     )
     broker_window: int = Field(default=16, ge=1, le=1024, description="pages per unit of work")
+    public_url: str | None = Field(
+        default=None,
+        description="the coordinator's URL as workers reach it: units carry it to fetch stored "
+        "copies (a token each); unset: http://HOST:PORT",
+    )
+    object_store_url: str | None = Field(
+        default=None,
+        description="s3://bucket/prefix: stored copies are uploaded there once, by sha256, for "
+        "workers (endpoint and credentials from the AWS_* variables); unset: none",
+    )
+    worker_cache_dir: Path | None = Field(
+        default=None, description="a worker's cache of fetched documents; unset: a temporary one"
+    )
+    worker_cache_mb: int = Field(
+        default=2048, ge=1, description="a worker's cache bound (least recently used go first)"
+    )
 
     embed_url: str | None = Field(
         default=None,
@@ -178,6 +194,9 @@ class Settings(BaseSettings):
         "embed_model",
         "embed_api_key",
         "broker_url",
+        "public_url",
+        "object_store_url",
+        "worker_cache_dir",
         "qdrant_shards",
         "qdrant_replicas",
         "qdrant_write_consistency",
@@ -213,6 +232,21 @@ class Settings(BaseSettings):
         if value.strip().lower() in ("off", "local"):
             return value.strip().lower()
         return _check_url(value)
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, url: str | None) -> str | None:
+        return _check_url(url) if url is not None else None
+
+    @field_validator("object_store_url")
+    @classmethod
+    def _object_store_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        parts = urlsplit(url.strip())
+        if parts.scheme != "s3" or not parts.netloc or parts.query:
+            raise ValueError(f"{url!r} is not an s3://bucket/prefix URL")
+        return url.strip().rstrip("/")
 
     @field_validator("broker_url")
     @classmethod
