@@ -167,8 +167,11 @@ class Score:
     def _cells(self, gt: list[GtItem], blocks: list[Block]) -> None:
         tables = [b for b in blocks if b.type.value == "table"]
         used: set[int] = set()
+        foreign: set[int] = set()  # our tables matched to a table in a script the OCR cannot read
         for item in (g for g in gt if g.kind == "table"):
+            latin = _latin(item.cells)
             self.cells["gt"] += len(item.cells)
+            self.cells["gt_l"] += len(item.cells) if latin else 0
             match = max(
                 (i for i in range(len(tables)) if i not in used),
                 key=lambda i: iou(item.box, tables[i].bbox),
@@ -177,13 +180,18 @@ class Score:
             if match is None or iou(item.box, tables[match].bbox) < IOU_MIN:
                 continue
             used.add(match)
+            if not latin:
+                foreign.add(match)
             ours = [(c.row, c.col, norm(c.text)) for c in tables[match].cells if norm(c.text)]
             want = Counter(t for _, _, t in item.cells)
             got = Counter(t for _, _, t in ours)
-            self.cells["tp"] += sum((want & got).values())
-            self.cells["tp_pos"] += sum((Counter(item.cells) & Counter(ours)).values())
-        for table in tables:
-            self.cells["pred"] += sum(1 for c in table.cells if norm(c.text))
+            for scope in ("", "_l") if latin else ("",):
+                self.cells["tp" + scope] += sum((want & got).values())
+                self.cells["tp_pos" + scope] += sum((Counter(item.cells) & Counter(ours)).values())
+        for index, table in enumerate(tables):
+            filled = sum(1 for c in table.cells if norm(c.text))
+            self.cells["pred"] += filled
+            self.cells["pred_l"] += filled if index not in foreign else 0
 
     def _order(self, gt: list[GtItem], blocks: list[Block]) -> None:
         matched = []
@@ -204,12 +212,19 @@ class Score:
 
         return fmt(self.recall[kind], self.gt[kind]), fmt(self.precise[kind], self.ours[kind])
 
-    def cell_f1(self, suffix: str = "") -> str:
-        tp, pred, gt = self.cells["tp" + suffix], self.cells["pred"], self.cells["gt"]
+    def cell_f1(self, suffix: str = "", scope: str = "") -> str:
+        tp = self.cells["tp" + suffix + scope]
+        pred, gt = self.cells["pred" + scope], self.cells["gt" + scope]
         if not pred or not gt:
             return "n/a"
         p, r = tp / pred, tp / gt
         return f"{2 * p * r / (p + r) if p + r else 0.0:.3f} (P {p:.3f}, R {r:.3f})"
+
+
+def _latin(cells: list[tuple[int, int, str]]) -> bool:
+    """Whether a table's letters are mostly Latin (RapidOCR's models read no Korean, say)."""
+    letters = [ch for _, _, text in cells for ch in text if ch.isalpha()]
+    return not letters or sum(ch.isascii() for ch in letters) >= 0.8 * len(letters)
 
 
 class CachedOcr(RapidOCREngine):
@@ -304,6 +319,11 @@ def report(
     rows.append(
         "| table cells, F1 of (row, col, text) | "
         + " | ".join(scores[n].cell_f1("_pos") for n in names)
+        + " |"
+    )
+    rows.append(
+        "| table cells, F1 of texts, tables in Latin script | "
+        + " | ".join(scores[n].cell_f1("", "_l") for n in names)
         + " |"
     )
     rows.append(

@@ -19,7 +19,7 @@ import numpy as np
 
 from ocr_engine.geometry import Box, area, intersection, iou
 from ocr_engine.layout import LayoutBlock, is_bullet, reading_order
-from ocr_engine.ocr_layout import OcrLine, body_height, layout_page
+from ocr_engine.ocr_layout import OcrLine, body_height, group_paragraphs, layout_page
 from ocr_engine.scan_models import ScanModels
 from ocr_engine.scan_tables import ScanTable, read_table
 from ocr_engine.schema import BlockType
@@ -31,6 +31,7 @@ MIN_SCORE = 0.5  # the wheel's default confidence threshold
 INPUT_SIZE = (800, 608)  # (height, width) the model sees
 HOLDS = 0.5  # a line belongs to a region holding at least this share of its box
 INSIDE = 0.8  # a text region this much inside a figure or table is part of it
+BIG_FIGURE = 0.35  # share of the page area above which a figure does not swallow text regions
 SAME = 0.7  # regions of different labels overlapping this much (IoU): the likelier one stays
 
 REGION_TYPES: dict[str, BlockType] = {
@@ -81,7 +82,7 @@ def detect_regions(models: ScanModels, image: np.ndarray, zoom: float) -> list[R
         Region(REGION_TYPES.get(name, BlockType.text), _points(box, zoom), float(score), name)
         for box, score, name in zip(boxes, scores, names, strict=True)
     ]
-    return _distinct(regions)
+    return _distinct(regions, image.shape[0] * image.shape[1] / zoom / zoom)
 
 
 def _points(box: list[float], zoom: float) -> Box:
@@ -94,14 +95,21 @@ def _share_inside(inner: Box, outer: Box) -> float:
     return area(part) / max(area(inner), 1e-6) if part else 0.0
 
 
-def _distinct(regions: list[Region]) -> list[Region]:
-    """Regions without cross-label duplicates, and without text regions inside a figure or table."""
+def _distinct(regions: list[Region], page_area: float) -> list[Region]:
+    """Regions without cross-label duplicates, and without text regions inside a table or a
+    figure (not one of `BIG_FIGURE` of the page: text regions inside those stay, nearly always
+    running text the model took for a picture)."""
     kept: list[Region] = []
     for region in sorted(regions, key=lambda r: -r.score):
         if any(iou(region.box, other.box) >= SAME for other in kept):
             continue
         kept.append(region)
-    holders = [r for r in kept if r.type in _HOLDERS]
+    holders = [
+        r
+        for r in kept
+        if r.type == BlockType.table
+        or (r.type == BlockType.figure and area(r.box) < BIG_FIGURE * page_area)
+    ]
     return [
         r
         for r in kept
@@ -146,7 +154,7 @@ def _text_lines(lines: list[OcrLine]) -> list[TextLine]:
     ]
 
 
-def _text_blocks(lines: list[TextLine], box: Box) -> list[LayoutBlock]:
+def _text_blocks(lines: list[TextLine], box: Box | None) -> list[LayoutBlock]:
     """A text region's lines, cut into list items where a line starts with a bullet."""
     if not any(is_bullet(line.text) for line in lines):
         return [LayoutBlock(BlockType.text, lines, box=box)]
@@ -205,6 +213,9 @@ def lay_out(
                 continue
         if region.type == BlockType.table:
             rest.extend(inside)  # a table the model cannot read is laid out as text
+        elif region.type == BlockType.figure and area(region.box) >= BIG_FIGURE * page_w * page_h:
+            rest.extend(inside)  # mostly running text the model took for a picture
+            out.blocks.append(LayoutBlock(BlockType.figure, box=region.box))
         elif region.type == BlockType.figure:
             out.blocks.append(LayoutBlock(BlockType.figure, text_lines, box=region.box))
         elif not text_lines:
@@ -212,7 +223,10 @@ def lay_out(
         elif region.type == BlockType.section_header:
             out.blocks.append(_heading(text_lines, region.box, body, page_h, first_page, tallest))
         elif region.type == BlockType.text:
-            out.blocks.extend(_text_blocks(text_lines, region.box))
+            paras = group_paragraphs(inside)  # a region may hold several paragraphs
+            whole = region.box if len(paras) == 1 else None
+            for para in paras:
+                out.blocks.extend(_text_blocks(_text_lines(para), whole))
         else:
             out.blocks.append(LayoutBlock(region.type, text_lines, box=region.box))
     out.blocks.extend(layout_page(rest, page_w, page_h, first_page=first_page))
