@@ -4,9 +4,10 @@
 
 Pages: the turned files of ``scanned`` as displayed (``ocrmypdf/cardinal.pdf``'s four pages at 0,
 90, 180 and 270, ``ocrmypdf/rotated_skew.pdf``, ``olmocr_gnarly/edgar-rotated90.pdf``, the two
-turned phototest PNGs; their right answer was read off the pages by eye and is written below), and
-every upright scan of ``tesseract_test`` and ``docling_ocr`` turned by 0, 90, 180 and 270 in the
-benchmark. Each method says how many quarter turns right the render (``RapidOCREngine.orient``:
+turned phototest PNGs, Docling's turned ``ocr_test`` pages and ``sample_with_rotation_mismatch``;
+their right answer was read off the pages by eye and is written below), and every upright TIFF of
+``tesseract_test`` and Docling's ``ocr_test.pdf`` turned by 0, 90, 180 and 270 in the benchmark.
+Each method says how many quarter turns right the render (``RapidOCREngine.orient``:
 ``orientation="text"`` or ``"model"``); the share it gets right, and its seconds per page.
 """
 
@@ -35,8 +36,12 @@ TURNED = {
     ("olmocr_gnarly/edgar-rotated90.pdf", 0): 1,
     ("tesseract_test/phototest-rotated-R.png", 0): 1,
     ("tesseract_test/phototest-rotated-180.png", 0): 2,
+    ("docling_ocr/pdf/ocr_test_rotated_90.pdf", 0): 3,
+    ("docling_ocr/pdf/ocr_test_rotated_180.pdf", 0): 2,
+    ("docling_ocr/pdf/ocr_test_rotated_270.pdf", 0): 1,
+    ("docling_ocr/pdf/sample_with_rotation_mismatch.pdf", 0): 0,
 }
-UPRIGHT = ["tesseract_test/*.tif", "docling_ocr/pdf/*.pdf"]
+UPRIGHT = ["tesseract_test/*.tif", "docling_ocr/pdf/ocr_test.pdf"]
 
 
 def render(path: Path, number: int, dpi: int) -> np.ndarray:
