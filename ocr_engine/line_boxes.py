@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Iterable
 
+from ocr_engine.char_widths import WIDE as _WIDE
 from ocr_engine.geometry import Box
 from ocr_engine.schema import Line
 
@@ -21,12 +22,6 @@ __all__ = ["CHAR_RATIO", "estimate_lines", "estimate_pitch", "visible_length"]
 CHAR_RATIO = 0.41  # average character advance / line pitch
 _FULL_LINE = 0.8  # a line holding this share of the capacity spans the whole width
 _MIN_PITCH = 3.0  # points: no line of text is drawn smaller
-# East Asian wide and full-width characters (Hangul, CJK, kana, full-width forms)
-_WIDE = re.compile(
-    "[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf"
-    "\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
-    "\U00020000-\U0003fffd]"
-)
 _WORD = re.compile(r"\S+")
 _MARKUP = re.compile(r"\\[()\[\]]|</?[a-zA-Z][^>]*>|\*\*|__|^#+\s*|^[-*]\s+")
 

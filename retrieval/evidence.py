@@ -5,7 +5,9 @@ scored by the claim terms they hold, weighted by how rare each term is among the
 (numbers weigh more); the best line, the lines of its sentence and neighbours that score nearly as
 well are the evidence. Their boxes are merged per page (one region per page) and per column
 (the highlight drawn on a page image). A line that the evidence starts or ends inside is boxed to
-the part it covers, estimated by its share of the line's characters, like a text selection.
+the part it covers, like a text selection: where its characters begin is estimated from the
+widths of common fonts (`ocr_engine.char_widths`), a justified line's slack in its
+spaces, so that a sentence's box starts at its first character, not inside the sentence before.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ocr_engine.char_widths import char_starts
 from ocr_engine.geometry import union
 from retrieval.links import CitationLinks, citation_links, page_image_url
 from retrieval.schema import BBox, Chunk, ChunkLine, Region
@@ -94,8 +97,14 @@ def _covered(chunk: Chunk, line: ChunkLine, spans: Sequence[tuple[int, int]]) ->
     if start <= first and end >= last:
         return line.bbox, False
     x0, y0, x1, y1 = line.bbox
-    scale = (x1 - x0) / (last - first)
-    return (x0 + (start - first) * scale, y0, x0 + (end - first) * scale, y1), True
+    core = chunk.text[first:last]
+    starts = [x0, *char_starts(core, line.bbox)[1:-1], x1]
+    a, b = start - first, end - first
+    # at a word's edge the box edge is in the middle of the space beside it, the estimate's error
+    # taken up by the gap (wide in a justified line) rather than by a letter of either word
+    left = (starts[a - 1] + starts[a]) / 2 if a > 0 and core[a - 1] == " " else starts[a]
+    right = (starts[b] + starts[b + 1]) / 2 if b < len(core) and core[b] == " " else starts[b]
+    return (left, y0, right, y1), True
 
 
 def locate(

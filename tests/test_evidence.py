@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ocr_engine.char_widths import char_starts
 from retrieval.evidence import locate, supporting_lines
 from retrieval.schema import Chunk, ChunkLine, Region
 
@@ -109,10 +110,12 @@ def test_evidence_starting_and_ending_inside_lines_is_boxed_like_a_selection() -
     end = chunk.text.index("rose. Cash") + len("rose.")
     where = locate(chunk, chunk.lines, [(start, end)])
     first, middle, last = (ln.bbox for ln in chunk.lines)
+    opening, closing = char_starts(rows[0], first), char_starts(rows[2], last)
+    begins, ends = len("Sales rose. "), len("rose.")  # in the space before / after, mid-way
     assert where.highlight == [
-        (72.0 + 5 * len("Sales rose. "), first[1], first[2], first[3]),
+        ((opening[begins - 1] + opening[begins]) / 2, first[1], first[2], first[3]),
         middle,
-        (72.0, last[1], 72.0 + 5 * len("rose."), last[3]),
+        (72.0, last[1], (closing[ends] + closing[ends + 1]) / 2, last[3]),
     ]
     assert where.bbox == (72.0, first[1], first[2], last[3])
 
