@@ -42,7 +42,13 @@ from ocr_engine.pdf import open_pdf
 from ocr_engine.render import RenderedPage, render_region
 from ocr_engine.render_pool import BodyBuilder, RenderPool, SourceDocument
 from ocr_engine.schema import Block, EngineInfo, Line, Page, PageError, PageStatus
-from ocr_engine.vllm_regions import CropError, CropRenderer, ImageFrame, read_regions, render_crops
+from ocr_engine.vllm_regions import (
+    CropError,
+    CropRenderer,
+    ImageFrame,
+    read_regions,
+    timed_render_crops,
+)
 from ocr_engine.vllm_request import model_profile, request_body, strict_body
 
 __all__ = ["ENGINE_NAME", "RunStats", "VLLMEngine"]
@@ -189,7 +195,9 @@ class VLLMEngine:
 
     def read(self, window: PageWindow) -> list[Page]:
         """The window's pages through the endpoint (`read_pages` on a new event loop)."""
-        return self.read_pages_sync(window.data, list(window.numbers), password=window.password)
+        return self.read_pages_sync(
+            window.data, list(window.numbers), password=window.password, on_page=window.on_page
+        )
 
     def read_pages_sync(
         self,
@@ -334,22 +342,16 @@ class VLLMEngine:
         self, session: _Session, number: int, layout: str, frame: ImageFrame, render: CropRenderer
     ) -> list[Block]:
         """MinerU's second step (`vllm_regions.read_regions`) with this engine's requests."""
-        started = time.thread_time()
+        ask = partial(self._ask, session, number=number)
         try:
-            return await read_regions(
-                partial(self._ask, session, number=number),
-                self.options,
-                number,
-                layout,
-                frame,
-                render,
-            )
+            read = await read_regions(ask, self.options, number, layout, frame, render)
         except EngineOutputError as exc:
             raise _Failure("bad_output", str(exc)) from exc
         except CropError as exc:
             raise _Failure("render_failed", str(exc)) from exc
-        finally:
-            session.stats.parse_cpu_s += time.thread_time() - started
+        session.stats.encode_cpu_s += read.encode_cpu_s
+        session.stats.parse_cpu_s += read.parse_cpu_s
+        return read.blocks
 
     async def _ask(self, session: _Session, body: bytes, number: int) -> str:
         """The model's answer to `body`, asked again with the strict guard when cut or looping."""
@@ -439,8 +441,8 @@ class VLLMEngine:
                 options = self.options
 
                 async def render(regions: list[tuple[Box, int]]) -> list[RenderedPage]:
-                    return await asyncio.to_thread(
-                        render_crops,
+                    crops, cpu_s = await asyncio.to_thread(
+                        timed_render_crops,
                         run.pdf,
                         run.password,
                         number,
@@ -448,6 +450,8 @@ class VLLMEngine:
                         options.max_pixels,
                         regions,
                     )
+                    run.session.stats.render_cpu_s += cpu_s
+                    return crops
 
                 blocks = await self._two_step(run.session, number, content, frame, render)
             else:

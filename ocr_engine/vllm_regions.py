@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,15 @@ from ocr_engine.pdf import open_pdf
 from ocr_engine.render import RenderedPage
 from ocr_engine.schema import Block
 
-__all__ = ["CropRenderer", "ImageFrame", "read_regions", "render_crops"]
+__all__ = [
+    "CropError",
+    "CropRenderer",
+    "ImageFrame",
+    "RegionsRead",
+    "read_regions",
+    "render_crops",
+    "timed_render_crops",
+]
 
 # (displayed-page box, angle) of each region -> its crop, rendered
 CropRenderer = Callable[[list[tuple[Box, int]]], Awaitable[list[RenderedPage]]]
@@ -67,6 +76,30 @@ def render_crops(
         ]
 
 
+def timed_render_crops(
+    pdf: bytes,
+    password: str | None,
+    number: int,
+    dpi: int,
+    max_pixels: int,
+    regions: list[tuple[Box, int]],
+) -> tuple[list[RenderedPage], float]:
+    """`render_crops` and the CPU seconds the calling thread spent on it."""
+    started = time.thread_time()
+    crops = render_crops(pdf, password, number, dpi, max_pixels, regions)
+    return crops, time.thread_time() - started
+
+
+@dataclass(slots=True)
+class RegionsRead:
+    """A page read in two steps: its blocks, and the CPU seconds spent building the regions'
+    request bodies (base64, JSON) and parsing, on the calling thread."""
+
+    blocks: list[Block]
+    encode_cpu_s: float
+    parse_cpu_s: float
+
+
 async def read_regions(
     ask: Callable[[bytes], Coroutine[Any, Any, str]],
     options: VLLMOptions,
@@ -74,26 +107,30 @@ async def read_regions(
     layout: str,
     frame: ImageFrame,
     render: CropRenderer,
-) -> list[Block]:
+) -> RegionsRead:
     """The page's blocks: each region of the `layout` answer that has text cropped by `render`
     and read by `ask` (all at once; the first failure cancels the rest and is raised).
 
     Raises EngineOutputError for an unreadable layout, CropError when the crops fail."""
+    started = time.thread_time()
     regions = parse_layout(layout)
     asked = [(i, p) for i, r in enumerate(regions) if (p := content_prompt(r)) is not None]
     boxes = [
         (region_box(regions[i], frame.width, frame.height, frame.x0, frame.y0), regions[i].angle)
         for i, _ in asked
     ]
+    parse_s = time.thread_time() - started
     try:
         images = await render(boxes)
     except Exception as exc:
         raise CropError(f"{type(exc).__name__}: {exc}") from exc
+    started = time.thread_time()
     bodies = []
     for (_, prompt), image in zip(asked, images, strict=True):
         url = "data:image/png;base64," + base64.b64encode(image.png).decode("ascii")
         request = mineru_request(options, url, image.width_px, image.height_px, prompt=prompt)
         bodies.append(json.dumps(request).encode())
+    encode_s = time.thread_time() - started
     try:
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(ask(body)) for body in bodies]
@@ -102,7 +139,8 @@ async def read_regions(
     contents: list[str | None] = [None] * len(regions)
     for (index, _), task in zip(asked, tasks, strict=True):
         contents[index] = task.result()
-    return mineru_blocks(
+    started = time.thread_time()
+    blocks = mineru_blocks(
         regions,
         contents,
         width=frame.width,
@@ -111,3 +149,4 @@ async def read_regions(
         x0=frame.x0,
         y0=frame.y0,
     )
+    return RegionsRead(blocks, encode_s, parse_s + time.thread_time() - started)
