@@ -357,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data / "financebench").is_dir():
         print(f"skipped: {args.data} not found (the benchmark reads ../shared/data in place)")
         return 0
+    from server.datadir import DataDirBusyError
+
     splits = ["tune", "check"] if args.split == "all" else [args.split]
     users = load_user_questions(args.user_questions)
     datasets = args.dataset or [*SETS, *(["docugami"] if _asks_docugami(users, splits) else [])]
@@ -365,7 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     for split in splits:
         for dataset in datasets:
-            figures, asked, note = _run_index(dataset, split, args, users)
+            try:
+                figures, asked, note = _run_index(dataset, split, args, users)
+            except DataDirBusyError as exc:  # another process holds that index: say so, go on
+                notes.append(f"{dataset}-{split}: skipped, {exc}")
+                continue
             by_split[split].update(figures)
             records.extend(a.dump() for a in asked)
             notes.append(note)
