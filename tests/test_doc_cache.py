@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -84,3 +86,64 @@ def test_the_new_settings_refuse_what_is_not_an_address() -> None:
     assert settings.object_store_url == "s3://docs/folio"
     assert settings.public_url == "http://c:8000"
     assert Settings(object_store_url="", public_url=" ").object_store_url is None
+
+
+class _DroppingServer:
+    """A loopback HTTP server that sends half of `data` and drops the connection, then answers
+    the next request's `Range: bytes=N-` with the rest (206); `ranges` records what was asked."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.ranges: list[str | None] = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/doc.pdf?token=t"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _request(self, conn: socket.socket) -> str | None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += conn.recv(4096)
+        for line in head.decode("latin-1").split("\r\n"):
+            if line.lower().startswith("range:"):
+                return line.split(":", 1)[1].strip()
+        return None
+
+    def _serve(self) -> None:
+        half = len(self.data) // 2
+        for attempt in range(2):
+            conn, _ = self.sock.accept()
+            with conn:
+                asked = self._request(conn)
+                self.ranges.append(asked)
+                if attempt == 0:
+                    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(self.data)}\r\n\r\n"
+                    conn.sendall(head.encode() + self.data[:half])
+                    continue
+                start = int((asked or "bytes=0-").removeprefix("bytes=").rstrip("-"))
+                rest = self.data[start:]
+                head = (
+                    f"HTTP/1.1 206 Partial Content\r\nContent-Length: {len(rest)}\r\n"
+                    f"Content-Range: bytes {start}-{len(self.data) - 1}/{len(self.data)}\r\n"
+                    "Connection: close\r\n\r\n"
+                )
+                conn.sendall(head.encode() + rest)
+
+
+def test_a_dropped_transfer_resumes_where_it_stopped(tmp_path: Path) -> None:
+    data = os.urandom(200_000)
+    doc_id = hashlib.sha256(data).hexdigest()
+    server = _DroppingServer(data)
+    fetcher = DocFetcher(None, DocCache(tmp_path, 1 << 20))
+    try:
+        path = fetcher.path(DocAddress(doc_id=doc_id, size=len(data), url=server.url), "d.pdf")
+    finally:
+        fetcher.close()
+        server.sock.close()
+    assert path.read_bytes() == data
+    assert server.ranges[0] is None
+    assert server.ranges[1] is not None and server.ranges[1].startswith("bytes=")
+    assert 0 < int(server.ranges[1].removeprefix("bytes=").rstrip("-")) < len(data)
+    assert fetcher.cache.stats.fetched_bytes == len(data)
