@@ -31,6 +31,7 @@ _AUTHORITATIVE = {"docx", "pptx", "html", "md"}
 _HEADINGS = (BlockType.title, BlockType.section_header)
 _KEEP = (BlockType.page_header, BlockType.page_footer, BlockType.figure)
 _MIN_CELLS = 3
+_SPLIT_ROWS = 500  # tables up to this many rows have lines joined across cells cut apart
 _PURITY = 0.7  # at least this share of the lines inside a matched table's box are its cells
 
 
@@ -109,6 +110,7 @@ def _lines(page: Page) -> list[tuple[Line, str]]:
 
 def _match_table(table: SourceTable, lines: list[tuple[Line, str]]) -> list[TableCell] | None:
     """The table's cells found among `lines`, or None when too few are, or not as a table."""
+    lines = _split_rows(table, lines)
     index: dict[str, list[int]] = {}
     for i, (_, key) in enumerate(lines):
         index.setdefault(key, []).append(i)
@@ -133,6 +135,33 @@ def _match_table(table: SourceTable, lines: list[tuple[Line, str]]) -> list[Tabl
     if not inside or len(used & set(inside)) < _PURITY * len(inside):
         return None
     return cells
+
+
+def _split_rows(table: SourceTable, lines: list[tuple[Line, str]]) -> list[tuple[Line, str]]:
+    """Lines that hold several cells of a row side by side (the layout joined them), cut into one
+    line per cell, each its share of the line's width by its letters."""
+    if len(table.rows) > _SPLIT_ROWS:
+        return lines
+    runs: dict[str, list[str]] = {}
+    for row in table.rows:
+        texts = [t for t in row if norm(t)]
+        for a in range(len(texts)):
+            for b in range(a + 2, len(texts) + 1):
+                runs.setdefault("".join(norm(t) for t in texts[a:b]), texts[a:b])
+    out: list[tuple[Line, str]] = []
+    for line, key in lines:
+        cells = runs.get(key)
+        if cells is None:
+            out.append((line, key))
+            continue
+        x0, y0, x1, y1 = line.bbox
+        total = sum(len(norm(t)) for t in cells)
+        at = x0
+        for text in cells:
+            width = (x1 - x0) * len(norm(text)) / total
+            out.append((Line(text=text, bbox=(at, y0, at + width, y1)), norm(text)))
+            at += width
+    return out
 
 
 def _pick(
