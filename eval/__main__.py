@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "financebench": "eval.financebench",
     "ingest_speed": "eval.ingest_speed",
     "ocr_routing": "eval.ocr_routing",
+    "office": "eval.office",
     "ocr_parser": "eval.ocr_parser",
     "ocr_throughput": "eval.ocr_throughput",
     "first_card": "eval.first_card",
