@@ -48,7 +48,8 @@ class DocRun:
     error: BaseException | None = None
     extract_s: float = 0.0
     embed_s: float = 0.0
-    pages_done: int = 0
+    pages_done: int = 0  # pages embedded
+    read: set[int] = field(default_factory=set)  # pages read (the ledger's pages_done)
     embedded: int = 0
     reused: int = 0
 

@@ -25,7 +25,7 @@ class EventKind(StrEnum):
     queued = "queued"  # new bytes recorded, waiting to be processed
     linked = "linked"  # a path now holds known bytes (copy, rename, touch): nothing to process
     started = "started"  # processing began; `pages_total` is known
-    progress = "progress"  # pages extracted (`stage` extract) or embedded (`stage` embed)
+    progress = "progress"  # a page read (`stage` extract, each as it is read) or pages embedded
     finished = "finished"  # ok, partial or failed; `error` says why for the last two
     removed = "removed"  # its points and record are gone (file deleted, replaced or DELETE)
 
@@ -42,6 +42,8 @@ class IngestEvent(BaseModel):
     pages_per_s: float | None = None
     chunks: int = 0
     error: str | None = None
+    page: int | None = Field(default=None, description="stage extract: the page just read")
+    engine: str | None = Field(default=None, description="stage extract: the engine that read it")
     at: float = Field(default_factory=time.time)
 
 

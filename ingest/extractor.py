@@ -33,7 +33,7 @@ from ocr_engine.pdf import open_pdf
 from ocr_engine.reader import PageReader
 from ocr_engine.schema import Page
 
-__all__ = ["DocInfo", "Extractor", "WindowResult", "WorkerCrashedError"]
+__all__ = ["DocInfo", "Extractor", "PageRead", "WindowResult", "WorkerCrashedError"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,17 @@ class WorkerCrashedError(FolioError):
 class DocInfo(BaseModel):
     page_count: int
     metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class PageRead(BaseModel):
+    """A page an engine has finished reading, before the rest of its window is."""
+
+    doc_id: str
+    number: int
+    engine: str
+
+
+PageListener = Callable[[PageRead], None]
 
 
 class WindowResult(BaseModel):
@@ -94,12 +105,27 @@ class WindowReader:
         )
 
     def read(
-        self, path: str, name: str, password: str | None, doc_id: str, first: int, last: int
+        self,
+        path: str,
+        name: str,
+        password: str | None,
+        doc_id: str,
+        first: int,
+        last: int,
+        on_page: PageListener | None = None,
     ) -> WindowResult:
+        """Pages first..last; `on_page` hears of each as soon as it is read."""
         started = time.perf_counter()
         pdf, data = self._document(path, name, password)
         numbers = list(range(first, last + 1))
-        pages = self.reader.read(pdf, data, doc_id, numbers, password=password, name=name)
+
+        def read(page: Page) -> None:
+            if on_page is not None:
+                on_page(PageRead(doc_id=doc_id, number=page.number, engine=page.engine.name))
+
+        pages = self.reader.read(
+            pdf, data, doc_id, numbers, password=password, name=name, on_page=read
+        )
         warnings = pymupdf.TOOLS.mupdf_warnings(reset=True)
         return WindowResult(
             pages=pages,
@@ -108,12 +134,16 @@ class WindowReader:
         )
 
 
-# the worker process's reader, set by `_init_worker`
+# the worker process's reader, and where it tells the parent of each page read: `_init_worker`
 _WORKER: WindowReader | None = None
+_PAGES: Any = None
 
 
-def _init_worker(options_json: str, cache_path: str | None, limits_json: str, parent: int) -> None:
-    global _WORKER
+def _init_worker(
+    options_json: str, cache_path: str | None, limits_json: str, parent: int, pages: Any = None
+) -> None:
+    global _WORKER, _PAGES
+    _PAGES = pages
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)
     watch_parent(parent)
@@ -133,11 +163,15 @@ def _read_in_worker(
     path: str, name: str, password: str | None, doc_id: str, first: int, last: int
 ) -> str:
     assert _WORKER is not None
-    return _WORKER.read(path, name, password, doc_id, first, last).model_dump_json()
+    pages = _PAGES
+    told = (lambda read: pages.put(read.model_dump_json())) if pages is not None else None
+    return _WORKER.read(path, name, password, doc_id, first, last, told).model_dump_json()
 
 
 class Extractor:
-    """Submits probes and page windows to one worker process, or to one thread if `processes=0`."""
+    """Submits probes and page windows to one worker process, or to one thread if `processes=0`;
+    `on_page` hears of each page as it is read (from the worker, through a queue that a thread
+    of this process empties)."""
 
     def __init__(
         self,
@@ -146,28 +180,40 @@ class Extractor:
         cache_path: Path | None,
         limits: PdfLimits | None = None,
         processes: int = 1,
+        on_page: PageListener | None = None,
     ) -> None:
         self.options = options
         self.cache_path = cache_path
         self.limits = limits or PdfLimits()
         self.processes = processes
+        self.on_page = on_page
         self._lock = threading.Lock()
         self._executor: Executor | None = None
         self._local: WindowReader | None = None
+        self._pages: Any = None  # the worker's queue of pages read, and its reader thread
+        self._listener: threading.Thread | None = None
 
     def _pool(self) -> Executor:
         with self._lock:
             if self._executor is None:
                 if self.processes > 0:
+                    context = multiprocessing.get_context("spawn")
+                    if self.on_page is not None and self._pages is None:
+                        self._pages = context.SimpleQueue()
+                        self._listener = threading.Thread(
+                            target=self._listen, name="folio-pages-read", daemon=True
+                        )
+                        self._listener.start()
                     self._executor = ProcessPoolExecutor(
                         max_workers=self.processes,
-                        mp_context=multiprocessing.get_context("spawn"),
+                        mp_context=context,
                         initializer=_init_worker,
                         initargs=(
                             self.options.model_dump_json(),
                             str(self.cache_path) if self.cache_path else None,
                             self.limits.model_dump_json(),
                             os.getpid(),
+                            self._pages,
                         ),
                     )
                 else:
@@ -192,7 +238,16 @@ class Extractor:
             return self._submit(WindowResult.model_validate_json, _read_in_worker, *args)
         pool = self._pool()
         assert self._local is not None
-        return pool.submit(self._local.read, *args)
+        return pool.submit(self._local.read, *args, self.on_page)
+
+    def _listen(self) -> None:
+        """Pages the worker has read, to `on_page`, until `close` ends the queue."""
+        assert self._pages is not None and self.on_page is not None
+        for message in iter(self._pages.get, None):
+            try:
+                self.on_page(PageRead.model_validate_json(message))
+            except Exception:  # a listener's failure must not stop the pages after
+                log.exception("a page-read listener failed")
 
     def _submit(
         self, convert: Callable[[str], Any], fn: Callable[..., str], *args: Any
@@ -233,3 +288,9 @@ class Extractor:
         if self._local is not None:
             self._local.release()
             self._local = None
+        listener, self._listener = self._listener, None
+        if listener is not None and self._pages is not None:
+            self._pages.put(None)  # after the worker's last page: the queue keeps their order
+            listener.join()
+            self._pages.close()
+            self._pages = None

@@ -30,7 +30,7 @@ from ingest.chunker import ChunkStream
 from ingest.doc_run import STOP, Batch, DocRun, End, folio_version, ocr_note
 from ingest.embed_cache import EmbeddingCache
 from ingest.events import EventHub, EventKind, IngestEvent
-from ingest.extractor import Extractor, WindowResult
+from ingest.extractor import Extractor, PageRead, WindowResult
 from ingest.failures import NoTextError, SourceGoneError, classify
 from ingest.files import DocumentFiles
 from ingest.ledger import Ledger
@@ -96,8 +96,11 @@ class Ingestor:
             cache_path=cache_path,
             limits=self.options.limits,
             processes=self.options.extract_processes,
+            on_page=self._page_read,
         )
         self._run_lock = threading.Lock()
+        self._reading: dict[str, DocRun] = {}  # documents whose pages are being read
+        self._read_lock = threading.Lock()
 
     def close(self) -> None:
         self.extractor.close()
@@ -180,6 +183,9 @@ class Ingestor:
                     continue
                 except Exception as exc:
                     doc.error, complete = exc, True
+                finally:
+                    with self._read_lock:
+                        self._reading.pop(doc.doc_id, None)
                 if not complete:
                     if doc.writer is not None:
                         doc.writer.abort()
@@ -199,6 +205,8 @@ class Ingestor:
         doc.pages = info.page_count
         self.ledger.set_page_count(doc.doc_id, info.page_count)
         self._emit(EventKind.started, doc)
+        with self._read_lock:
+            self._reading[doc.doc_id] = doc
         head = Document(
             doc_id=doc.doc_id,
             source=record.source,
@@ -244,7 +252,7 @@ class Ingestor:
                 if marked := furniture.feed(result.pages):
                     self._take_pages(doc, marked)
                     ready.extend(marked)
-                self._emit(EventKind.progress, doc, stage="extract", done=result.pages[-1].number)
+                self._count_read(doc, result.pages)  # those no engine told of as it read them
             if stop.is_set():
                 return False
             if doc.error is not None:  # embedding failed: stop reading
@@ -256,6 +264,32 @@ class Ingestor:
         tail = chunked(marked, last=True)
         out.put(Batch(doc, tail + self._card_point(doc, bool(tail)), info.page_count))
         return True
+
+    def _page_read(self, read: PageRead) -> None:
+        """A page an engine has just read (before the rest of its window): counted, told."""
+        with self._read_lock:
+            doc = self._reading.get(read.doc_id)
+        if doc is not None:
+            self._count_read(doc, [read])
+
+    def _count_read(self, doc: DocRun, pages: Sequence[Page | PageRead]) -> None:
+        """Pages read, once each: the ledger's `pages_done` and an `extract` progress event for
+        each page that was not counted yet."""
+        with self._read_lock:
+            for page in pages:
+                if page.number in doc.read:
+                    continue
+                doc.read.add(page.number)
+                engine = page.engine if isinstance(page, PageRead) else page.engine.name
+                self.ledger.set_progress(doc.doc_id, len(doc.read))
+                self._emit(
+                    EventKind.progress,
+                    doc,
+                    stage="extract",
+                    done=len(doc.read),
+                    page=page.number,
+                    engine=engine,
+                )
 
     def _card_point(self, doc: DocRun, more: bool) -> list[Chunk]:
         """The document's card as one point, when it has chunks to go with."""
@@ -382,8 +416,7 @@ class Ingestor:
     def _progress(self, doc: DocRun, reached: int) -> None:
         if reached <= doc.pages_done:
             return
-        doc.pages_done = reached
-        self.ledger.set_progress(doc.doc_id, reached)
+        doc.pages_done = reached  # the ledger's pages_done counts pages read (`_count_read`)
         self._emit(EventKind.progress, doc, stage="embed", done=reached)
 
     # indexer thread: points, files, ledger ----------------------------------------------------
@@ -516,6 +549,8 @@ class Ingestor:
         done: int = 0,
         status: DocStatus | None = None,
         error: str | None = None,
+        page: int | None = None,
+        engine: str | None = None,
     ) -> None:
         elapsed = time.perf_counter() - doc.started
         self.events.emit(
@@ -531,5 +566,7 @@ class Ingestor:
                 pages_per_s=round(done / elapsed, 3) if done and elapsed > 0 else None,
                 chunks=doc.chunks,
                 error=error,
+                page=page,
+                engine=engine,
             )
         )

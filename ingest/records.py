@@ -104,7 +104,7 @@ class DocumentRecord(BaseModel):
     size: int = 0
     status: DocStatus
     pages: int = Field(default=0, description="page count, known once processing started")
-    pages_done: int = Field(default=0, description="pages embedded in the current attempt")
+    pages_done: int = Field(default=0, description="pages read in the current attempt")
     chunks: int = Field(default=0, description="chunks written to the index by the last success")
     errors: list[str] = Field(default_factory=list)
     failure: FailureKind | None = None

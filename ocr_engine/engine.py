@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 import pymupdf
@@ -39,13 +39,14 @@ TEXT_LAYER_ROUTE = "text layer"
 @dataclass(frozen=True)
 class PageWindow:
     """Pages `numbers` (1-based, in order) of the open `pdf`, whose bytes are `data`; `name`
-    is the file's, for messages."""
+    is the file's, for messages; `on_page` sees each page as the engine finishes it."""
 
     pdf: pymupdf.Document
     data: bytes
     numbers: tuple[int, ...]
     password: str | None = None
     name: str = ""
+    on_page: Callable[[Page], None] | None = field(default=None, compare=False)
 
     def only(self, numbers: Sequence[int]) -> PageWindow:
         """The same document, other pages."""
@@ -59,7 +60,8 @@ class PageEngine(Protocol):
     info: EngineInfo
 
     def read(self, window: PageWindow) -> list[Page]:
-        """One page per number of the window, in order, failed pages included."""
+        """One page per number of the window, in order, failed pages included (each given to
+        `window.on_page`, when set, as soon as it is read)."""
         ...
 
     def close(self) -> None:
@@ -124,4 +126,6 @@ def read_each(
         except Exception as exc:
             log.warning("page %d failed in %s: %s", number, info.name, exc)
             pages.append(failed_page(page, info, [engine_error("engine_error", exc)]))
+        if window.on_page is not None:
+            window.on_page(pages[-1])
     return pages

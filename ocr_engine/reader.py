@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 import pymupdf
@@ -152,17 +153,21 @@ class PageReader:
         *,
         password: str | None = None,
         name: str = "",
+        on_page: Callable[[Page], None] | None = None,
     ) -> list[Page]:
         """The pages `numbers` (1-based) of `pdf`, whose bytes are `data` (the file `name`), in
-        that order."""
+        that order; `on_page` sees each page once, as soon as the engine that keeps it has read
+        it (an OCR'd page as the OCR engine finishes it, before the rest of the window)."""
         *ocr, text_engine = self.engines
         window = PageWindow(pdf, data, tuple(numbers), password, name)
         ocr_key = self.cache_key(ocr[0].info) if ocr else None
+        done = _Done(on_page)
         pages: dict[int, Page] = {}
         for number in dict.fromkeys(numbers):
             cached = self._cached(doc_id, number, ocr_key) if ocr_key else None
             if cached is not None:
                 pages[number] = cached
+                done(cached)
         todo = [n for n in dict.fromkeys(numbers) if n not in pages]
         text_pages = self._text_pages(text_engine, window.only(todo), doc_id)
         reasons: dict[int, str] = {}
@@ -178,18 +183,25 @@ class PageReader:
                 pages[number] = text_page
             else:
                 reasons[number] = reason
-        if reasons:
-            chosen = window.only(sorted(reasons))
-            pages.update(self._ocr(ocr, chosen, doc_id, reasons, text_pages))
         readers = [e for e in ocr if isinstance(e, RegionReader)]
         figures = self.options.figure_ocr and self.options.ocr is not OcrMode.never
+        if not (figures and readers):  # the text layer's pages are read already
+            for number in todo:
+                if number not in reasons:
+                    done(pages[number])
+        if reasons:
+            chosen = replace(window.only(sorted(reasons)), on_page=done.unless_failed)
+            pages.update(self._ocr(ocr, chosen, doc_id, reasons, text_pages))
         if figures and readers:
             for number in todo:
                 kept = pages[number]
                 if kept is text_pages[number] and kept.route == TEXT_LAYER_ROUTE and kept.blocks:
                     pages[number] = self._figures(pdf, doc_id, kept, readers, name)
+                done(pages[number])
         for number, problem in problems.items():
             pages[number] = _routing_failed(pages[number], problem)
+        for number in numbers:  # what every engine failed on, read last
+            done(pages[number])
         return shape_pages(pdf, [pages[n] for n in numbers])  # a rendering: its source's structure
 
     def _figures(
@@ -302,6 +314,24 @@ class PageReader:
         for number, page in out.items():
             page.route = reasons[number] if page.route is None else page.route
         return out
+
+
+class _Done:
+    """Gives each page to `on_page` once (the pages of one `PageReader.read`)."""
+
+    def __init__(self, on_page: Callable[[Page], None] | None) -> None:
+        self.on_page = on_page
+        self.seen: set[int] = set()
+
+    def __call__(self, page: Page) -> None:
+        if self.on_page is not None and page.number not in self.seen:
+            self.seen.add(page.number)
+            self.on_page(page)
+
+    def unless_failed(self, page: Page) -> None:
+        """A page an OCR engine read: given now unless it failed (the next engine may read it)."""
+        if page.status is not PageStatus.failed:
+            self(page)
 
 
 def _last_resort(failed: Page, text_page: Page, errors: list[PageError]) -> Page:
