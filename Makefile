@@ -44,7 +44,7 @@ office:
 run: setup
 	mkdir -p $(INBOX)
 	$(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT) \
-		|| [ $$? -eq 130 ]  # Ctrl-C is a normal stop, not make's "Error 130"
+		|| [ $$? -eq 130 ]  # SIGTERM or Ctrl-C: folio stops cleanly, status 0 (130: before it was up)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -206,9 +208,10 @@ class SentenceTransformerEmbedder:
             torch.set_num_threads(self.num_threads)  # process-wide: the caller asked for it
         logger.info("loading embedding model from %s", self.model_path)
         try:
-            model = SentenceTransformer(
-                str(self.model_path), device=self.device, local_files_only=True
-            )
+            with _bars_on_terminals_only():
+                model = SentenceTransformer(
+                    str(self.model_path), device=self.device, local_files_only=True
+                )
         except (OSError, ValueError) as exc:
             raise EmbedderError(f"cannot load model {self.model_path}: {exc}") from exc
         dim_of = getattr(model, "get_embedding_dimension", None)  # sentence-transformers >= 6
@@ -227,3 +230,21 @@ class SentenceTransformerEmbedder:
         if not isinstance(dim, int) or dim < 1:
             raise EmbedderError(f"cannot tell the embedding dimension of {self.model_path}")
         return dim
+
+
+@contextmanager
+def _bars_on_terminals_only() -> Iterator[None]:
+    """transformers' progress bars ("Loading weights: 100%") only where stderr is a terminal: none
+    in a server's log, an MCP server's stderr or a notebook's output."""
+    if sys.stderr is not None and sys.stderr.isatty():
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()

@@ -93,9 +93,9 @@ def test_sigterm_ends_open_streams_and_the_process(
         rest_of_events = list(lines)  # both streams were ended cleanly, not cut
         answer_events = sse_events(answer)
     assert took < STOP_WITHIN_S, f"stopped after {took:.1f} s\n{log.read_text()}"
-    assert proc.returncode == -signal.SIGTERM, log.read_text()
+    assert proc.returncode == 0, log.read_text()  # a stop it was asked for is a clean one
     assert (data_dir / LOCK_FILE).read_bytes() == b""  # the services were closed first
-    assert "folio stopped: the index is written" in log.read_text()  # and it says so
+    assert "folio stopped cleanly (SIGTERM): the index is written" in log.read_text()
     assert all(not line.startswith("data:") for line in rest_of_events)
     kind, data = answer_events[-1]
     assert kind == "error", answer_events
