@@ -340,8 +340,7 @@ class Retriever:
         return AnswerOptions(
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
-            # a place the question names is answered from, however little its text is like it
-            min_support=self.min_support if place is None else 0.0,
+            min_support=self.min_support,
             layout=self.layout,
             pages=(req.page_from, req.page_to) if place is None else (place.first, place.last),
             caption=place.label if place is not None else "",
@@ -349,7 +348,6 @@ class Retriever:
             table_rest=self.table_rest,
             unit_of=self.unit_of,
             name_terms=_name_terms(req.question, names),
-            card_of=self.names.card if self.names is not None else None,
             subjects=self._unknown_subjects(req),
             rank_prior=RANK_PRIOR if reranked else 0.0,
         )

@@ -153,9 +153,7 @@ def services(tmp_path: Path) -> Iterator[Services]:
     [
         ("What does Figure 2 show?", 4),
         ("What is on page 5?", 6),
-        ("What does the last page say?", 6),
         ("What is given in Table 2?", 5),
-        ("What does the cover page say?", 1),
     ],
 )
 def test_a_named_place_is_searched_and_cited_there(
