@@ -37,6 +37,7 @@ from retrieval.text_terms import STOPWORDS
 __all__ = ["CARD_PAGES", "CardBuilder", "card_chunk", "document_card"]
 
 CARD_PAGES = 12
+_TEXT_LAYER = "pymupdf"  # the text layer's engine name (ocr_engine.pymupdf_engine.ENGINE_NAME)
 _FURNITURE = (BlockType.page_header, BlockType.page_footer)
 _FORM = re.compile(r"\bFORM\s+(10-?K|10-?Q|8-?K|20-?F|40-?F|6-?K)\b", re.I)
 _RESULTS = re.compile(
@@ -220,6 +221,10 @@ class _Reading:
             if b.text.strip() and b.type not in _FURNITURE
         ]
         self.headers = [b.text for p in self.pages for b in p.blocks if b.type in _FURNITURE]
+        ocr_pages = {p.number for p in self.pages if p.engine.name != _TEXT_LAYER}
+        # blocks read by OCR (a scanned page, a figure's text): their words are noisier
+        self.ocr = {id(b) for n, b in self.body if n in ocr_pages or b.engine is not None}
+        self.ocr_only = bool(self.body) and len(self.ocr) == len(self.body)
         self.cover = self._page_text(3)
         self.lower: Counter[str] = Counter()
         self.upper: Counter[str] = Counter()
@@ -243,8 +248,10 @@ class _Reading:
         if not self.pages:
             return DocumentCard()
         form, kind = self._kind()
-        organisation = self._organisation()
+        if self.ocr_only and len({n for n, _ in self.body}) < 2:
+            form, kind = None, DocKind.other  # OCR's words on one page: no kind to tell
         title = self._title(filing=form is not None)
+        organisation = self._organisation(title)
         year, quarter, end = self._period(kind is DocKind.earnings_release or form is not None)
         card = DocumentCard(
             title=title,
@@ -305,7 +312,8 @@ class _Reading:
     def _slides(self) -> bool:
         wide = sum(p.width > 1.2 * p.height for p in self.pages)
         words = sum(len(b.text.split()) for _, b in self.body)
-        return wide > len(self.pages) / 2 and words / len(self.pages) < 150
+        # one landscape page is no deck: a kind needs more than one page of evidence
+        return wide >= 2 and wide > len(self.pages) / 2 and words / len(self.pages) < 150
 
     # organisation, title ------------------------------------------------------------------------
 
@@ -322,18 +330,25 @@ class _Reading:
             for n, b in self.body
             if n == first
             and b.type is not BlockType.table
+            and b.engine is None  # a figure's text (a livery, a logo) is no title line
             and len(_WORD.findall(b.text)) >= 1
             and len(b.text) <= 200
             and sum(c.isalpha() for c in b.text) >= 3
             and not _NOT_A_TITLE.search(b.text.strip())
         ]
 
-    def _organisation(self) -> str | None:
+    def _organisation(self, title: str | None) -> str | None:
+        """The organisation's name; one read only by OCR needs what a text-layer name gets by
+        being there: to be written twice, or in the title."""
         scores: dict[str, float] = {}
         names: dict[str, str] = {}
         written: set[str] = set()  # names seen in mixed case, not only in capitals
+        seen: Counter[str] = Counter()  # times each name is written
+        texty: set[str] = set()  # names read from a text layer, a header or the metadata
 
-        def vote(name: str, weight: float, *, registrant: bool = False) -> None:
+        def vote(
+            name: str, weight: float, *, registrant: bool = False, ocr: bool = False, times: int = 1
+        ) -> None:
             capitals = name.isupper()
             name = _clean_org(name)
             if len(name) < 2 or len(name) > 80 or _ORG_STOP.search(name):
@@ -356,6 +371,9 @@ class _Reading:
                 written.add(key)
             names.setdefault(key, name)
             scores[key] = scores.get(key, 0.0) + weight
+            seen[key] += times
+            if not ocr:
+                texty.add(key)
 
         first = self.pages[0].number
         sizes = [_size(b) for _, b in self.body] or [1.0]
@@ -365,20 +383,23 @@ class _Reading:
                 before = [b for m, b in self.body[max(0, i - 3) : i] if m == first]
                 named = [b for b in before if _registrant_name(b.text)]
                 if named:
+                    chosen = max(reversed(named), key=_size)
                     vote(
-                        _registrant_name(max(reversed(named), key=_size).text),
+                        _registrant_name(chosen.text),
                         50.0,
                         registrant=True,
+                        ocr=id(chosen) in self.ocr,
                     )
-        inside: Counter[str] = Counter()
+        inside: Counter[tuple[str, bool]] = Counter()
         for n, block in self.body:
+            ocr = id(block) in self.ocr
             for match in _ORG.finditer(block.text):
                 if n == first:
-                    vote(match.group(1), 5.0 * max(1.0, _size(block) / body_size) ** 2)
+                    vote(match.group(1), 5.0 * max(1.0, _size(block) / body_size) ** 2, ocr=ocr)
                 else:
-                    inside[match.group(1)] += 1
-        for name, count in inside.items():
-            vote(name, 0.5 * min(count, 20))
+                    inside[match.group(1), ocr] += 1
+        for (name, ocr), count in inside.items():
+            vote(name, 0.5 * min(count, 20), ocr=ocr, times=count)
         for header in self.headers:
             for match in _ORG.finditer(header):
                 vote(match.group(1), 1.0)
@@ -386,6 +407,9 @@ class _Reading:
             vote(match.group(1), 3.0)
         for match in _ORG.finditer(self.metadata.get("title", "")):
             vote(match.group(1), 3.0)
+        titled = (title or "").casefold()
+        for key in [k for k in scores if k not in texty and seen[k] < 2 and k not in titled]:
+            del scores[key]  # read once by OCR, nowhere else: noise as likely as a name
         if not scores:
             return None
         key, _ = max(scores.items(), key=lambda kv: (kv[1], -len(kv[0])))
