@@ -18,7 +18,10 @@ __all__ = [
     "ask_all",
     "chance_of",
     "doc_ids_by_stem",
+    "financebench_questions",
     "load_user_questions",
+    "mmlongbench_questions",
+    "user_questions",
     "wrong_doc_requests",
 ]
 
@@ -175,3 +178,67 @@ def load_user_questions(path: Path) -> list[dict[str, Any]]:
                 raise ValueError(f"{path}:{n}: missing {sorted(missing)}")
             rows.append(row)
     return rows
+
+
+def financebench_questions(corpus: Any, stems: set[str], split: str) -> list[Asked]:
+    """FinanceBench's questions on the files `stems`."""
+    found = []
+    for case in corpus.cases:
+        if case.docs <= stems:
+            evidence = "\n".join(text for _, text in case.evidence)
+            doc = next(iter(case.docs))
+            found.append(
+                Asked(
+                    "financebench",
+                    split,
+                    case.question,
+                    doc,
+                    case.answer,
+                    pages=sorted(case.pages),
+                    evidence=evidence,
+                )
+            )
+    return found
+
+
+def mmlongbench_questions(data: Path, stems: set[str], split: str) -> list[Asked]:
+    """MMLongBench-Doc's questions on the files `stems`, with their answer formats."""
+    import ast
+
+    rows = json.loads((data / "mmlongbench_doc" / "samples.json").read_text(encoding="utf-8"))
+    found = []
+    for row in rows:
+        doc = Path(row["doc_id"]).stem
+        if doc in stems:
+            pages = sorted(int(p) for p in ast.literal_eval(row["evidence_pages"]))
+            found.append(
+                Asked(
+                    "mmlongbench",
+                    split,
+                    row["question"],
+                    doc,
+                    str(row["answer"]),
+                    answer_format=row["answer_format"],
+                    pages=pages,
+                )
+            )
+    return found
+
+
+def user_questions(
+    rows: Sequence[dict[str, Any]], dataset: str, stems: set[str], split: str
+) -> list[Asked]:
+    """The user questions of `dataset` on the files `stems`."""
+    return [
+        Asked(
+            f"user:{dataset}",
+            split,
+            r["question"],
+            r["doc"],
+            str(r["answer"]),
+            answer_format=str(r.get("answer_format") or ""),
+            pages=[int(r["page"])] if r.get("page") else [],
+        )
+        for r in rows
+        if r["dataset"] == dataset and r["doc"] in stems
+    ]

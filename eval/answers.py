@@ -45,7 +45,16 @@ from pathlib import Path
 from typing import Any
 
 from eval.answer_match import FORMATS, format_in, gold_numbers, numbers_in
-from eval.answer_sets import Asked, ask_all, chance_of, load_user_questions, wrong_doc_requests
+from eval.answer_sets import (
+    Asked,
+    ask_all,
+    chance_of,
+    financebench_questions,
+    load_user_questions,
+    mmlongbench_questions,
+    user_questions,
+    wrong_doc_requests,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -207,67 +216,6 @@ def _split_pdfs(pdfs: Sequence[Path], dataset: str, split: str, limit_docs: int)
     return sorted(mine)
 
 
-def _financebench_questions(corpus: Any, stems: set[str], split: str) -> list[Asked]:
-    found = []
-    for case in corpus.cases:
-        if case.docs <= stems:
-            evidence = "\n".join(text for _, text in case.evidence)
-            doc = next(iter(case.docs))
-            found.append(
-                Asked(
-                    "financebench",
-                    split,
-                    case.question,
-                    doc,
-                    case.answer,
-                    pages=sorted(case.pages),
-                    evidence=evidence,
-                )
-            )
-    return found
-
-
-def _mmlongbench_questions(data: Path, stems: set[str], split: str) -> list[Asked]:
-    import ast
-
-    rows = json.loads((data / "mmlongbench_doc" / "samples.json").read_text(encoding="utf-8"))
-    found = []
-    for row in rows:
-        doc = Path(row["doc_id"]).stem
-        if doc in stems:
-            pages = sorted(int(p) for p in ast.literal_eval(row["evidence_pages"]))
-            found.append(
-                Asked(
-                    "mmlongbench",
-                    split,
-                    row["question"],
-                    doc,
-                    str(row["answer"]),
-                    answer_format=row["answer_format"],
-                    pages=pages,
-                )
-            )
-    return found
-
-
-def _user_questions(
-    rows: Sequence[dict[str, Any]], dataset: str, stems: set[str], split: str
-) -> list[Asked]:
-    return [
-        Asked(
-            f"user:{dataset}",
-            split,
-            r["question"],
-            r["doc"],
-            str(r["answer"]),
-            answer_format=str(r.get("answer_format") or ""),
-            pages=[int(r["page"])] if r.get("page") else [],
-        )
-        for r in rows
-        if r["dataset"] == dataset and r["doc"] in stems
-    ]
-
-
 def _asks_docugami(users: Sequence[dict[str, Any]], splits: Sequence[str]) -> bool:
     from eval.splits import split_of
 
@@ -295,13 +243,13 @@ def _run_index(
         # the split's files, indexed or not: a question on a file the ingest failed is asked too
         stems = {p.stem for p in pdfs}
         if dataset == "financebench":
-            asked = _financebench_questions(corpus, stems, split)
+            asked = financebench_questions(corpus, stems, split)
         elif dataset == "mmlongbench":
-            asked = _mmlongbench_questions(args.data, stems, split)
+            asked = mmlongbench_questions(args.data, stems, split)
         else:  # Docugami: its index serves the user questions on its filings alone
             asked = []
         ask_all(services, asked, pdfs)
-        mine = _user_questions(users, dataset, stems, split)
+        mine = user_questions(users, dataset, stems, split)
         ask_all(services, mine, pdfs)
         if dataset == "financebench":
             wrong = [Asked("wrong:financebench", split, a.question, a.doc, a.gold) for a in asked]
