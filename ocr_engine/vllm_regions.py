@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from ocr_engine.errors import EngineError
 from ocr_engine.geometry import Box
 from ocr_engine.mineru import (
     content_prompt,
@@ -42,7 +43,7 @@ __all__ = [
 CropRenderer = Callable[[list[tuple[Box, int]]], Awaitable[list[RenderedPage]]]
 
 
-class CropError(Exception):
+class CropError(EngineError):
     """The crops of a page could not be rendered (the engine reports `render_failed`)."""
 
 
