@@ -348,6 +348,7 @@ class Retriever:
             table_rest=self.table_rest,
             unit_of=self.unit_of,
             name_terms=_name_terms(req.question, names),
+            card_of=self.names.card if self.names is not None else None,
             subjects=self._unknown_subjects(req),
             rank_prior=RANK_PRIOR if reranked else 0.0,
         )

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ocr_engine.char_widths import char_starts
 from retrieval.answer import (
     AnswerOptions,
     extractive_answer,
@@ -104,8 +105,12 @@ def test_citation_boxes_the_sentence_not_its_whole_lines() -> None:
     assert citation.page == 3
     assert area(citation.bbox) < area(COMPANY.regions[0].bbox)
     assert [r.page for r in citation.regions] == [3]
-    # the sentence starts after "engineers. " (11 characters of 5 pt) on its first line
-    first_part = (72.0 + 5 * 11, second[1], second[2], second[3])
+    # the sentence starts after "engineers. " on its first line, mid-way in the space before it
+    row = COMPANY.text[COMPANY.lines[1].start : COMPANY.lines[1].end]
+    starts = char_starts(row, second)
+    begins = len("engineers. ")
+    first_part = ((starts[begins - 1] + starts[begins]) / 2, second[1], second[2], second[3])
+    assert 72.0 < first_part[0] < 72.0 + 5 * begins
     drawn = ";".join(",".join(f"{v:.1f}" for v in box) for box in (first_part, third))
     assert citation.page_image_url == f"/documents/{DOC}/pages/3.png"
     assert citation.highlight_url == f"/documents/{DOC}/pages/3.png?highlight={drawn}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -219,6 +220,28 @@ def test_inside_a_named_document_its_name_still_ranks_pages(tmp_path: Path) -> N
     assert NamedDocuments(lambda: sources).match(question).doc_ids == [nike]
     hits = Retriever(embedder, store, names=NamedDocuments(lambda: sources)).search(question, 3)
     assert hits[0].chunk.page == 61
+    store.close()
+
+
+def test_the_answer_reads_a_documents_fiscal_calendar_from_its_card(tmp_path: Path) -> None:
+    quarter = "8" * 64
+    card = DocumentCard(
+        organisation="Best Buy Co., Inc", year=2024, quarter=2, period_end=date(2023, 7, 29)
+    )
+    sources: dict[str, str | Named] = {**CARDED, quarter: Named("doc_0008.pdf", card)}
+    names = NamedDocuments(lambda: sources)
+    embedder, store = _index(tmp_path, [_chunk(quarter, "doc_0008.pdf", 1, "Balance sheets.")])
+    retriever = Retriever(embedder, store, names=names)
+    options = retriever.answer_options(QueryRequest(question="Best Buy's Q2 FY2024 payables?"))
+    assert options.card_of is not None
+    read = options.card_of(quarter)
+    assert read is not None and read.fiscal_calendar == ("2024", "2023")
+    annual = options.card_of("3" * 64)  # an annual report ending in its year
+    assert annual is None or annual.fiscal_calendar is None
+    assert (
+        Retriever(embedder, store).answer_options(QueryRequest(question="Payables?")).card_of
+        is None
+    )
     store.close()
 
 

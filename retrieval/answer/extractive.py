@@ -15,9 +15,10 @@ if TYPE_CHECKING:
 
 from retrieval.answer.candidates import _candidates, _headings, _Sentence, _with_table_rest
 from retrieval.answer.cite import _cite_sentence, _opens
+from retrieval.answer.meet import _meet
 from retrieval.answer.options import Answer, AnswerOptions
 from retrieval.answer.said import _said, _with_unit
-from retrieval.answer.scores import _DENSE_KEEP, _dense, _rank, _select, _writes, with_terms
+from retrieval.answer.scores import _DENSE_KEEP, _dense, _rank, _select, _writes
 
 
 def extractive_answer(
@@ -41,7 +42,13 @@ def extractive_answer(
     )
     if not sentences:
         return Answer(None, [], 0.0 if embedder is not None else None)
-    scores = _rank(question, top, sentences, options.name_terms)
+    meet = (
+        _meet(question, sentences, top, options.name_terms, options.card_of)
+        if options.cells
+        else [1.0] * len(sentences)
+    )
+    ranked = _rank(question, top, sentences, options.name_terms)
+    scores = [v * m for v, m in zip(ranked, meet, strict=True)]
     support: float | None = None
     if embedder is None:
         chosen = _select(sentences, scores, max_sentences)
@@ -49,13 +56,15 @@ def extractive_answer(
         _, support = _dense(question, top, sentences, scores, embedder, 1)
         chosen = _select(sentences, scores, max_sentences)
     else:
-        lexical = scores
-        scores, support = _dense(question, top, sentences, lexical, embedder, options.dense_pool)
+        scores, support = _dense(
+            question, top, sentences, scores, embedder, options.dense_pool, meet
+        )
         prior = [1.0 / (1.0 + options.rank_prior * ranks[s.hit]) for s in sentences]
-        scores = [v * p for v, p in zip(with_terms(scores, lexical), prior, strict=True)]
+        scores = [v * m * p for v, m, p in zip(scores, meet, prior, strict=True)]
         chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
+    met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
     lead = None
-    if support is not None and options.dense_pool >= 1:
+    if support is not None and options.dense_pool >= 1 and not (chosen and id(chosen[0]) in met):
         lead, support = _heading_lead(question, top, options, embedder, support)
     if support is not None and support < options.min_support:
         return Answer(None, [], support)
@@ -65,6 +74,10 @@ def extractive_answer(
         chosen = [lead, *chosen][:max_sentences]
     if options.caption:
         chosen = _captioned_first(chosen, sentences, options.caption, max_sentences)
+    if (
+        chosen[0].cell is not None and id(chosen[0]) in met
+    ):  # the cell asked for, not its row's others
+        chosen = [s for s in chosen if s.cell is None or id(s) in met]
     if options.unit_of is not None:
         chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]

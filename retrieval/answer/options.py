@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from retrieval.doc_card import DocumentCard
 from retrieval.page_layout import Layout
 from retrieval.schema import Chunk, Citation
 
@@ -37,8 +38,10 @@ class AnswerOptions:
     better supported (measured in docs/benchmarks.md); `table_rest` gives the other pieces, on
     its page, of a table chunked in row groups (a store lookup), whose cells are candidates as
     if they were the hit's own: the search keeps one chunk a page, and the row that answers can
-    lie in its neighbour; `subjects` are names the question gives as the owner of what it asks
-    that name no
+    lie in its neighbour; `card_of` gives, by doc_id, a document's card: where its fiscal year is
+    not the calendar year it ends in, "Q2 FY2024" meets a column dated "July 29, 2023" in it,
+    and a quarterly report's quarter dates a question naming that quarter alone ("at the end of
+    Q2"); `subjects` are names the question gives as the owner of what it asks that name no
     document: an answer must come from hits whose text writes one of them, else there is none
     ("Apple's iPhone revenue" is not answered from Best Buy's revenue); `unit_of` gives the
     unit a table's neighbours state (`table_unit`, a store lookup), for a cited cell whose own
@@ -58,6 +61,7 @@ class AnswerOptions:
     name_terms: frozenset[str] = frozenset()
     rank_prior: float = 0.0
     table_rest: Callable[[Chunk], Sequence[Chunk]] | None = None
+    card_of: Callable[[str], DocumentCard | None] | None = None
     subjects: tuple[str, ...] = ()
     unit_of: Callable[[Chunk], str] | None = None
     caption: str = ""

@@ -64,19 +64,22 @@ def _dense(
     lexical: list[float],
     embedder: Embedder,
     pool: int,
+    meet: Sequence[float] = (),
 ) -> tuple[list[float], float]:
     """The `pool` best sentences by `lexical`, down to 0.3 times the best, scored again by the
     similarity of their text, led by their section heading, to the question; the others score 0.
     (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
     rare terms, such as a name.) Table cells have a pool of their own, half as large, so that the
-    many cells of a table do not crowd the sentences out. Also the best similarity (0.0 for no
-    sentence)."""
+    many cells of a table do not crowd the sentences out; a cell where measure and period `meet`
+    is scored whatever its rank. Also the best similarity (0.0 for no sentence)."""
     floor = _DENSE_FLOOR * max(lexical, default=0.0)
     ranked = sorted(range(len(sentences)), key=lambda i: -lexical[i])
     texts_first = [i for i in ranked if sentences[i].cell is None][:pool]
     cells_first = [i for i in ranked if sentences[i].cell is not None][: max(1, pool // 2)]
+    meeting = [i for i, m in enumerate(meet) if m > 1.0 and sentences[i].cell is not None]
     pooled = sorted({*texts_first, *cells_first}, key=lambda i: -lexical[i])
     order = [i for i in pooled if lexical[i] >= floor]
+    order += [i for i in meeting if i not in order]
     if not order:
         return [0.0] * len(sentences), 0.0
     texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]
@@ -85,21 +88,6 @@ def _dense(
     for i, value in zip(order, similarity, strict=True):
         scores[i] = max(float(value), 1e-6)
     return scores, float(max(similarity))
-
-
-TERM_SHARE = 0.5  # how much of a candidate's final score its share of the question's terms is
-
-
-def with_terms(similarity: Sequence[float], lexical: Sequence[float]) -> list[float]:
-    """The learned similarity of each candidate weighed by the question terms it holds, as a
-    share of the best candidate's: a sentence or cell that says what the question names (its
-    year, its row's words) over one merely alike in meaning; the embedding is blind to which
-    number or year a text holds."""
-    best = max(lexical, default=0.0)
-    if best <= 0:
-        return list(similarity)
-    keep = 1.0 - TERM_SHARE
-    return [v * (keep + TERM_SHARE * t / best) for v, t in zip(similarity, lexical, strict=True)]
 
 
 def _writes(text: str, names: Sequence[str]) -> bool:
