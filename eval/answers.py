@@ -49,6 +49,7 @@ from eval.answer_sets import (
     Asked,
     ask_all,
     chance_of,
+    doc_ids_by_stem,
     financebench_questions,
     load_user_questions,
     mmlongbench_questions,
@@ -242,6 +243,7 @@ def _run_index(
     try:
         # the split's files, indexed or not: a question on a file the ingest failed is asked too
         stems = {p.stem for p in pdfs}
+        indexed = len(set(doc_ids_by_stem(services)) & stems)
         if dataset == "financebench":
             asked = financebench_questions(corpus, stems, split)
         elif dataset == "mmlongbench":
@@ -269,8 +271,9 @@ def _run_index(
     finally:
         services.close()
     took = time.perf_counter() - started
-    failed = f" ({len(index.failed)} failed to ingest)" if index.failed else ""
-    note = f"{name}: {len(pdfs)} PDFs{failed}, {index.pages} pages, {index.directory}, {took:.0f} s"
+    failed = f", {len(index.failed)} failed to ingest" if index.failed else ""
+    held = f"{indexed}/{len(pdfs)} PDFs indexed{failed}"  # an index built part way shows here
+    note = f"{name}: {held}, {index.pages} pages, {index.directory}, {took:.0f} s"
     return figures, [*asked, *mine, *wrong], note
 
 
