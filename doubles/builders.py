@@ -67,3 +67,24 @@ def one_page_document(blocks: Sequence[Block], *, doc_id: str, source: str) -> D
         number=1, width=612, height=792, engine=EngineInfo(name="test"), blocks=list(blocks)
     )
     return Document(doc_id=doc_id, source=source, page_count=1, pages=[page])
+
+
+def rows_chunk(rows: list[str]) -> Chunk:
+    """A table chunk of `rows` (markdown rows or caption lines), one line each on page 1."""
+    text = "\n".join(rows)
+    lines, start = [], 0
+    for i, row in enumerate(rows):
+        box = (72.0, 100.0 + 14 * i, 500.0, 112.0 + 14 * i)
+        lines.append(ChunkLine(page=1, bbox=box, start=start, end=start + len(row)))
+        start += len(row) + 1
+    region = Region(page=1, bbox=(72.0, 100.0, 500.0, 112.0 + 14 * len(rows)))
+    return Chunk(
+        chunk_id="c0000",
+        doc_id="s" * 64,
+        source="sales.pdf",
+        kind="table",
+        text=text,
+        embed_text=text,
+        regions=[region],
+        lines=lines,
+    )

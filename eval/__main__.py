@@ -30,22 +30,27 @@ COMMANDS: dict[str, str] = {
     "scan_structure": "eval.scan_structure",
     "scan_orientation": "eval.scan_orientation",
     "retrieval": "eval.retrieval",
+    "report": "eval.report",
+    "queue_scaling": "eval.queue_scaling",
     "sentence_vectors": "eval.sentence_vectors",
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch to one benchmark, or to every benchmark with ``all``."""
+    """Dispatch to one benchmark, or with ``all`` run the report's benchmarks and write it."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or (args[0] not in COMMANDS and args[0] != "all"):
         print(f"usage: python -m eval {{{','.join([*COMMANDS, 'all'])}}} [options]")
         return 0 if args and args[0] in ("-h", "--help") else 2
-    names = list(COMMANDS) if args[0] == "all" else [args[0]]
+    if args[0] != "all":
+        return int(importlib.import_module(COMMANDS[args[0]]).main(args[1:]))
+    from eval.report import BENCH
+
     status = 0
-    for name in names:
-        module = importlib.import_module(COMMANDS[name])
-        status = max(status, int(module.main(args[1:])))
-    return status
+    for name, *options in BENCH:  # each records its run in docs/bench-results.json
+        print(f"== python -m eval {name} {' '.join(options)}", flush=True)
+        status = max(status, int(importlib.import_module(COMMANDS[name]).main(options)))
+    return max(status, int(importlib.import_module(COMMANDS["report"]).main([])))
 
 
 if __name__ == "__main__":

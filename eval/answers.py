@@ -207,6 +207,41 @@ def table(by_split: dict[str, dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+_BASELINE = {
+    "fb.stated.answer": "fb.stated.chance",
+    "fb.stated.quote": "fb.stated.chance",
+    "fb.stated.quote_or_box": "fb.stated.chance",
+    "fb.all.answer": "fb.all.chance",
+    "fb.all.quote": "fb.all.chance",
+    "mmdocir.given_page": "mmdocir.first",
+}
+_PAGE_ROWS = frozenset({"fb.page5", "mm.page5", "user.page5"})
+
+
+def bench_rows(figures: dict[str, Any], pages: bool) -> list[Any]:
+    """The report's rows of one split's figures: the page rows (`pages`) or the answer rows,
+    each beside its chance or end-to-end figure."""
+    from eval.bench_results import BenchRow
+
+    rows = []
+    for name, key, label in ROWS:
+        value = figures.get(key)
+        if value is None or key.endswith((".n", ".chance")) or (key in _PAGE_ROWS) != pages:
+            continue
+        baseline = figures.get(_BASELINE.get(key, ""))
+        rows.append(BenchRow(set=name, figure=label, value=_cell(value), baseline=_cell(baseline)))
+    return rows
+
+
+def _record(by_split: dict[str, dict[str, Any]], command: str, notes: list[str]) -> None:
+    from eval.bench_results import record
+
+    for split, figures in by_split.items():
+        if figures:
+            record(f"answers-{split}", "Answers right", command, bench_rows(figures, False), notes)
+            record(f"pages-{split}", "Page recall", command, bench_rows(figures, True), notes)
+
+
 def _split_pdfs(pdfs: Sequence[Path], dataset: str, split: str, limit_docs: int) -> list[Path]:
     """The split's PDFs; with `limit_docs`, its smallest files (a quick run)."""
     from eval.splits import split_of
@@ -351,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     out = {"command": command, "figures": by_split, "indexes": notes, "questions": records}
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"results: {path}")
+    if not args.limit_docs and args.results is None:
+        _record(by_split, command, notes)
     return 0
 
 

@@ -153,6 +153,28 @@ def main(argv: list[str] | None = None) -> int:
         f"{max(count_errors, default=0)} |"
     )
     print(f"| parse time per page | {parse_ms:.2f} ms |")
+    from eval.bench_results import BenchRow, record
+
+    page = "DeepSeek-OCR recorded output of arXiv 2305.03393 p.9, against its text layer"
+    record(
+        "ocr-parser",
+        "Reading pages",
+        "python -m eval ocr_parser",
+        [
+            BenchRow(
+                set=page,
+                figure="text-layer blocks matched",
+                value=f"{len(pairs)}/{len(truth.blocks)}",
+            ),
+            BenchRow(
+                set=page,
+                figure="box IoU >= 0.8",
+                value=f"{sum(v >= 0.8 for v in ious)}/{len(ious)}",
+            ),
+            BenchRow(set=page, figure="text agreement, mean / median", value=_fmt(texts)),
+            BenchRow(set=page, figure="same block type", value=f"{same_type}/{len(pairs)}"),
+        ],
+    )
     unmatched_t = [t for t in truth.blocks if id(t) not in matched_t]
     unmatched_p = [p for p in parsed if id(p) not in matched_p]
     print()

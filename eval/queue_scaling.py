@@ -166,6 +166,22 @@ def main(argv: list[str] | None = None) -> int:
             f"| {label} | {mode} | {pages} | {seconds:.1f} | {pages / seconds:.2f} | {units} | "
             f"{base / seconds:.2f}x | {moved} | {rate} |"
         )
+    from eval.bench_results import BenchRow, record
+
+    record(
+        "queue-scaling",
+        "Scale-out",
+        "python -m eval queue_scaling " + " ".join(argv or sys.argv[1:]),
+        [
+            BenchRow(
+                set=f"{len(pdfs)} Docugami filings, hashing embedder",
+                figure=f"pages/s, {n or 'no'} worker(s), documents from {mode}",
+                value=f"{pages / seconds:.2f}",
+                baseline=f"{base / seconds:.2f}x embedded",
+            )
+            for n, mode, pages, seconds, _sent, _cache in rows
+        ],
+    )
     one = next((r for r in rows if r[0] == 1 and r[1] == "shared"), None)
     if one is not None and one[4]:
         print(f"queue cost per unit (1 worker against embedded): {(one[3] - base) / one[4]:.3f} s")

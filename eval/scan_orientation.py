@@ -106,6 +106,24 @@ def main(argv: list[str] | None = None) -> int:
             f"| {label} | {right[label]}/{total} | {turned[label]}/{n_turned} "
             f"| {seconds[label] / max(total, 1):.2f} |"
         )
+    from eval.bench_results import BenchRow, record
+
+    pages = f"scanned test files ({total} pages, {n_turned} turned)"
+    record(
+        "scan-orientation",
+        "Reading pages",
+        f"python -m eval scan_orientation --dpi {args.dpi}",
+        [
+            BenchRow(
+                set=pages,
+                figure=f"orientation right: {label}"
+                + (" (the default)" if label == "text" else ""),
+                value=f"{right[label]}/{total}",
+                baseline="chance 0.25",
+            )
+            for label in ("text", "model")
+        ],
+    )
     return 0
 
 

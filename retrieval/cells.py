@@ -12,9 +12,9 @@ upper header row takes the nearest header on its left, as a spanning header is w
 first column, unless the row heads half the columns or more, or the header stands right beside
 another: then it is a wrapped line of the headings, "United" over "States"; a column that names
 no year takes the year of the heading over the labels, or of the last row below the header
-that holds nothing but a year: a quarterly table's "2016" over that year's rows). The unit is
-the first parenthesis of the table's header or caption lines that names one ("(in millions)",
-"(Dollars in millions)").
+that holds nothing but a year: a quarterly table's "2016" over that year's rows). A cell's unit
+is its column header's, else the table's (its caption lines, its stub header, a header row that
+only states a unit), as `retrieval.table_units` says it for the cell's row.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from retrieval.schema import Chunk
+from retrieval.table_units import is_unit_statement, names_own_measure, stated_unit, unit_for_row
 from retrieval.text_terms import said
 
 __all__ = [
@@ -37,8 +38,6 @@ __all__ = [
 ]
 
 _SEPARATOR = re.compile(r"^:?-{2,}:?$")
-_UNIT = re.compile(r"\(([^()]*\b(?:millions?|thousands?|billions?|percent)\b[^()]*)\)", re.I)
-_CJK_UNIT = re.compile(r"单位\s*[:：]\s*((?:人民币)?[^\s,，。;；)）|]{1,6})")
 _NUMERIC = re.compile(r"^[\s$€£(+\-–—]*\d[\d.,]*\s*%?\)?\s*$")
 _YEAR = re.compile(r"(?<!\d)(?:FY\s?|fiscal\s(?:year\s)?)?((?:19|20)\d{2})(?!\d)", re.I)
 _SHORT_FY = re.compile(r"\bFY\s?'?(\d{2})\b", re.I)
@@ -73,6 +72,7 @@ class TableCellText:
     header: str
     value: str
     unit: str
+    column_measure: bool = False  # the column's header says what its figures are ("% of total")
 
     @property
     def text(self) -> str:
@@ -83,13 +83,6 @@ class TableCellText:
         head = f"{self.label}, {header}" if header else self.label
         unit = f" ({self.unit})" if self.unit else ""
         return f"{head}: {self.value}{unit}"
-
-
-def stated_unit(text: str) -> str:
-    """The first parenthesis of `text` that names a unit ("$ in millions"), else a Chinese
-    table's "单位：万元" ("万元"), else ""."""
-    found = _UNIT.search(text) or _CJK_UNIT.search(text)
-    return found.group(1).strip() if found else ""
 
 
 def is_table_row(text: str) -> bool:
@@ -179,7 +172,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     header_rows = [cells for _, cells in rows[:n_header]]
     undated = _headers(header_rows, n_cols)
     headers = _dated_by_stub(undated)
-    unit = stated_unit(" ".join(other + [" ".join(c) for c in header_rows]))
+    table_unit, column_units = _units(other, header_rows, undated)
     body = rows[n_header + (separator is not None) :]
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
@@ -197,9 +190,32 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         values = [c for c in range(start, len(cells)) if any(ch.isdigit() for ch in cells[c])]
         shown = f"{wrapped} {label}" if wrapped and label[0].islower() else label
         for col in values:
-            out.append(TableCellText(index, col, shown, headers[col], cells[col], unit))
+            own = column_units[col]
+            unit = unit_for_row(shown, cells[col], table_unit if own is None else own)
+            out.append(TableCellText(index, col, shown, headers[col], cells[col], unit, own == ""))
         wrapped = label if not values else ""
     return out
+
+
+def _units(
+    other: list[str], header_rows: list[list[str]], headers: list[str]
+) -> tuple[str, list[str | None]]:
+    """The table's unit (its lines that are no rows, a header row that only states a unit, the
+    stub header over the labels) and each column's own: its header's, "" where the header names
+    its own measure ("% of total"), None where it states none and the table's holds."""
+    stub_unit = stated_unit(headers[0]) if headers else ""
+    unit_rows = [
+        " ".join(c for c in row if c)
+        for row in header_rows
+        if any(row) and all(is_unit_statement(c) for c in row if c)
+    ]
+    table_unit = stated_unit("\n".join(other)) or stated_unit("\n".join(unit_rows)) or stub_unit
+    stated_alone = {c for row in header_rows for c in row if c and is_unit_statement(c)}
+    columns: list[str | None] = [None]
+    for header in headers[1:]:
+        own = ", ".join(p for p in header.split(", ") if p not in stated_alone)
+        columns.append(stated_unit(own) or ("" if names_own_measure(own) else None))
+    return table_unit, columns
 
 
 def year_row_above(chunk: Chunk, line: int) -> int | None:

@@ -35,6 +35,7 @@ class ChunkLine(BaseModel):
 
 
 TABLE_ROWS_KIND = "table_rows"
+DENSE_POOL = 8  # an extractive answer's candidate sentences ranked again by the embedder
 """The `Chunk.kind` of one row group of a table too long for one chunk (each repeats its header)."""
 
 

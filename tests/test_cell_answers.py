@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from doubles.builders import one_line_block, one_page_document, table_block
+from doubles.builders import one_line_block, one_page_document, rows_chunk, table_block
 from ingest.chunker import chunk_document
 from ocr_engine.schema import BlockType, Document
 from retrieval.answer import AnswerOptions, extractive_answer
@@ -169,32 +169,10 @@ def test_without_the_document_a_cell_is_boxed_by_its_row() -> None:
     assert answer.citations[0].quote == "Total revenues, 2022: 66,608 (Dollars in millions)"
 
 
-def _rows_chunk(rows: list[str]) -> Chunk:
-    from retrieval.schema import ChunkLine, Region
-
-    text = "\n".join(rows)
-    lines, start = [], 0
-    for i, row in enumerate(rows):
-        box = (72.0, 100.0 + 14 * i, 500.0, 112.0 + 14 * i)
-        lines.append(ChunkLine(page=1, bbox=box, start=start, end=start + len(row)))
-        start += len(row) + 1
-    region = Region(page=1, bbox=(72.0, 100.0, 500.0, 112.0 + 14 * len(rows)))
-    return Chunk(
-        chunk_id="c0000",
-        doc_id="s" * 64,
-        source="sales.pdf",
-        kind="table",
-        text=text,
-        embed_text=text,
-        regions=[region],
-        lines=lines,
-    )
-
-
 def test_a_table_whose_first_row_is_figures_has_no_header() -> None:
     """The first row of a table is its header only when its numbers are dates or periods: a
     row of figures is read as a row, and lends no '$ 542' heading to the rows below it."""
-    chunk = _rows_chunk(
+    chunk = rows_chunk(
         [
             "| Net sales - external | $ 542 | $ 600 |",
             "| Net sales - to subsidiaries | 3 | 4 |",
@@ -205,7 +183,7 @@ def test_a_table_whose_first_row_is_figures_has_no_header() -> None:
     assert "Net sales - external: $ 542" in texts
     assert "Total net sales: 545" in texts and "Total net sales: 604" in texts
     assert not any("542" in t and "Total" in t for t in texts)
-    headed = _rows_chunk(["| | Q2 2023 | June 30, 2022 |", "| Total net sales | 545 | 604 |"])
+    headed = rows_chunk(["| | Q2 2023 | June 30, 2022 |", "| Total net sales | 545 | 604 |"])
     assert [c.text for c in table_cells(headed)] == [
         "Total net sales, Q2 2023: 545",
         "Total net sales, June 30, 2022: 604",
@@ -214,7 +192,7 @@ def test_a_table_whose_first_row_is_figures_has_no_header() -> None:
 
 def test_a_row_labels_footnote_marks_are_left_out() -> None:
     """A row label's footnote mark, "Non-U.S. customers (1)", is no part of its name."""
-    chunk = _rows_chunk(
+    chunk = rows_chunk(
         [
             "| | 2022 | 2021 |",
             "| Non-U.S. customers (1) | 16 | 18 |",
@@ -228,7 +206,7 @@ def test_a_row_labels_footnote_marks_are_left_out() -> None:
 
 def test_the_heading_over_the_labels_dates_the_columns_that_name_no_year() -> None:
     """A filing's "December 31, 2017" stands over the labels, the columns say what they hold."""
-    chunk = _rows_chunk(
+    chunk = rows_chunk(
         [
             "| | Carrying | Percentage |",
             "| December 31, 2017 | Value | of Total Assets |",
@@ -239,11 +217,11 @@ def test_the_heading_over_the_labels_dates_the_columns_that_name_no_year() -> No
         "Equity method investments, Carrying, Value, December 31, 2017: $ 20,856",
         "Equity method investments, Percentage, of Total Assets, December 31, 2017: 24 %",
     ]
-    wrapped = _rows_chunk(
+    wrapped = rows_chunk(
         ["| | May 26, | May 27, |", "| | 2019 | 2018 |", "| Inventories | 1,559.3 | 1,642.2 |"]
     )
     assert [c.header for c in table_cells(wrapped)] == ["May 26, 2019", "May 27, 2018"]
-    dated = _rows_chunk(["| Years ended | 2022 | 2021 |", "| Asia | $8,393 | $5,845 |"])
+    dated = rows_chunk(["| Years ended | 2022 | 2021 |", "| Asia | $8,393 | $5,845 |"])
     assert [c.header for c in table_cells(dated)] == ["2022", "2021"]
 
 
@@ -251,7 +229,7 @@ def test_a_section_row_over_the_labels_heads_no_column() -> None:
     """A balance sheet's "Assets" and "Current assets" rows stand over the labels before the
     first figures: they name sections of rows, not what the date columns hold (the liabilities
     below were "Accounts payable, July 29, 2023, Assets")."""
-    chunk = _rows_chunk(
+    chunk = rows_chunk(
         [
             "| | July 29, 2023 | January 28, 2023 |",
             "| Assets | | |",
@@ -269,7 +247,7 @@ def test_headings_over_half_the_columns_each_span_theirs() -> None:
     """A 10-Q's "Three Months Ended" and "Six Months Ended" each stand over two date columns:
     both dates of each name their span (the second date lost it, so the quarter a year ago and
     the six months a year ago read alike, "Revenue, July 30, 2022")."""
-    chunk = _rows_chunk(
+    chunk = rows_chunk(
         [
             "| | Three Months Ended | | Six Months Ended | |",
             "| | July 29, 2023 | July 30, 2022 | July 29, 2023 | July 30, 2022 |",
@@ -287,7 +265,7 @@ def test_headings_over_half_the_columns_each_span_theirs() -> None:
 def test_a_row_holding_only_a_year_dates_the_rows_below_it() -> None:
     """A quarterly table sets each year's rows under a row holding only the year: the rows under
     "2016" are 2016's, though the heading over the labels said 2017 (they were cited as 2017)."""
-    chunk = _rows_chunk(
+    chunk = rows_chunk(
         [
             "| | December 31 | September 30 |",
             "| 2017 | | |",
@@ -306,12 +284,12 @@ def test_a_row_holding_only_a_year_dates_the_rows_below_it() -> None:
 
 def test_a_chinese_tables_unit_line_gives_its_cells_their_unit() -> None:
     """ "单位：万元" over a Chinese table says what its figures count, as "(in millions)" does."""
-    chunk = _rows_chunk(["单位：万元", "| 银行 | 授信总额 |", "| 工商银行 | 330,435.30 |"])
+    chunk = rows_chunk(["单位：万元", "| 银行 | 授信总额 |", "| 工商银行 | 330,435.30 |"])
     assert [c.text for c in table_cells(chunk)] == ["工商银行, 授信总额: 330,435.30 (万元)"]
 
 
 def test_a_header_left_open_by_a_comma_does_not_run_into_the_value() -> None:
-    chunk = _rows_chunk(["| | Three Months Ended December 31, |", "| Net sales | $ 3,642 |"])
+    chunk = rows_chunk(["| | Three Months Ended December 31, |", "| Net sales | $ 3,642 |"])
     assert [c.text for c in table_cells(chunk)] == [
         "Net sales, Three Months Ended December 31: $ 3,642"
     ]
@@ -320,14 +298,14 @@ def test_a_header_left_open_by_a_comma_does_not_run_into_the_value() -> None:
 def test_a_question_of_the_year_is_not_answered_from_a_quarterly_table() -> None:
     """ "Revenues in 2017" is the year's total, not a quarter's: the quarterly table's columns
     say only "December 31", its heading says they are quarters."""
-    quarters = _rows_chunk(
+    quarters = rows_chunk(
         [
             "| | December 31 | September 30 |",
             "| 2017 | | |",
             "| Total revenues | $ 3,285,755 | $ 2,984,859 |",
         ]
     ).model_copy(update={"section_path": ["12. Selected Quarterly Financial Data (Unaudited)"]})
-    year = _rows_chunk(["| | 2017 | 2016 |", "| Revenues | $ 11,692,713 | $ 8,830,669 |"])
+    year = rows_chunk(["| | 2017 | 2016 |", "| Revenues | $ 11,692,713 | $ 8,830,669 |"])
     year = year.model_copy(
         update={"chunk_id": "c0001", "section_path": ["Statements of Operations"]}
     )
@@ -339,7 +317,7 @@ def test_a_question_of_the_year_is_not_answered_from_a_quarterly_table() -> None
 
 
 def test_the_unit_is_said_once_after_the_value() -> None:
-    chunk = _rows_chunk(
+    chunk = rows_chunk(
         [
             "| | December 31 | September 30 |",
             "| | | (in thousands, except for per share data) |",
@@ -358,7 +336,7 @@ def test_a_quarter_of_an_annual_reports_year_is_the_column_of_its_last_month() -
 
     from retrieval.doc_card import DocKind, DocumentCard
 
-    chunk = _rows_chunk(
+    chunk = rows_chunk(
         [
             "| | December 31 | September 30 | June 30 |",
             "| 2017 | | | |",

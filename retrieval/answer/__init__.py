@@ -19,7 +19,8 @@ from retrieval.answer.candidates import (
 from retrieval.answer.cite import cite
 from retrieval.answer.extractive import extractive_answer
 from retrieval.answer.options import HEADING_LEAD, RANK_PRIOR, Answer, AnswerOptions
-from retrieval.answer.scores import DENSE_POOL, MIN_SUPPORT
+from retrieval.answer.scores import MIN_SUPPORT
+from retrieval.schema import DENSE_POOL
 from retrieval.text_terms import sentence_spans, terms
 
 __all__ = [

@@ -7,13 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from retrieval.cells import (
-    TableCellText,
-    is_table_row,
-    stated_unit,
-    table_cells,
-)
+from retrieval.cells import TableCellText, is_table_row, table_cells
 from retrieval.schema import TABLE_ROWS_KIND, BBox, Chunk, ScoredChunk
+from retrieval.table_units import stated_unit
 from retrieval.text_terms import said, sentence_spans, stems
 
 if TYPE_CHECKING:
@@ -170,7 +166,7 @@ def table_unit(chunk: Chunk, nearby: Sequence[Chunk]) -> str:
     "" when none states one."""
     by_id = {c.chunk_id: c for c in nearby}
     for piece in [chunk, *table_pieces(chunk, nearby)]:
-        unit = stated_unit(" ".join(ln for ln in piece.text.splitlines() if not is_table_row(ln)))
+        unit = stated_unit("\n".join(ln for ln in piece.text.splitlines() if not is_table_row(ln)))
         if unit:
             return unit
     for chunk_id in _nearby_ids(chunk.chunk_id, range(-1, -TABLE_REACH - 2, -1)):

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     pass
 
 from retrieval.answer.candidates import PageRange
-from retrieval.answer.scores import DENSE_POOL, MIN_SUPPORT
+from retrieval.answer.scores import MIN_SUPPORT
+from retrieval.schema import DENSE_POOL
 
 HEADING_LEAD = 0.05  # how much more like the question than any sentence a heading must be to lead
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from retrieval.schema import Chunk, Citation, ScoredChunk
+from retrieval.table_units import unit_for_row
 from retrieval.text_terms import sentence_spans
 
 if TYPE_CHECKING:
@@ -68,11 +69,12 @@ def _spoken(sentence: _Sentence) -> str:
 def _with_unit(
     sentence: _Sentence, hits: Sequence[ScoredChunk], unit_of: Callable[[Chunk], str]
 ) -> _Sentence:
-    """A cell naming no unit, with the unit its table's neighbours state, if any."""
+    """A cell naming no unit, with the unit its table's neighbours state, if any and if its
+    column names no measure of its own."""
     cell = sentence.cell
-    if cell is None or cell.unit:
+    if cell is None or cell.unit or cell.column_measure:
         return sentence
-    unit = unit_of(hits[sentence.hit].chunk)
+    unit = unit_for_row(cell.label, cell.value, unit_of(hits[sentence.hit].chunk))
     if not unit:
         return sentence
     cell = replace(cell, unit=unit)

@@ -16,9 +16,6 @@ if TYPE_CHECKING:
 
 from retrieval.answer.candidates import _in_context, _Sentence
 
-DENSE_POOL = 8
-
-
 MIN_SUPPORT = 0.35  # below this best-candidate cosine nothing answers: calibrated on `tune` (docs)
 
 
