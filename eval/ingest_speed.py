@@ -12,6 +12,7 @@ Also prints the size of folio's data directory and of its caches after the inges
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -47,6 +48,28 @@ def main(argv: list[str] | None = None) -> int:
         pages, seconds = float(res["pages"]), float(res["seconds"])  # type: ignore[arg-type]
         print(f"| {name} | {pages:.0f} | {seconds:.1f} | {pages / seconds:.2f} |")
     print(f"\nfolio's data directory: {sizes}")
+    from eval.bench_results import BenchRow, record
+
+    base = runs[-1][1] if len(runs) > 1 else None
+    record(
+        "ingest-speed",
+        "Ingest speed",
+        "python -m eval ingest_speed " + " ".join(argv if argv is not None else sys.argv[1:]),
+        [
+            BenchRow(
+                set=f"{args.corpus}: {len(pdfs)} PDFs, {float(res['pages']):.0f} pages",  # type: ignore[arg-type]
+                figure=f"{name}: pages/s (text layer, the shipped embedder)",
+                value=f"{float(res['pages']) / float(res['seconds']):.2f}",  # type: ignore[arg-type]
+                baseline=(
+                    f"{float(base['seconds']) / float(res['seconds']):.2f}x the recipe"  # type: ignore[arg-type]
+                    if base is not None and name == "folio"
+                    else "—"
+                ),
+            )
+            for name, res in runs
+        ],
+        [f"folio's data directory: {sizes}"],
+    )
     if folio["failed"]:
         print("folio failed files:", folio["failed"])
     return 0

@@ -60,3 +60,13 @@ def test_the_code_hash_follows_code_not_docs(tmp_path: Path) -> None:
     assert code_hash(root) != before
     shutil.rmtree(root / "retrieval")
     assert code_hash(root) != before
+
+
+def test_docs_benchmarks_is_what_the_results_give_at_this_code() -> None:
+    """A hand edit, or a code change after the figures were measured, fails here until
+    `python -m eval report` writes the page again (stale figures then move to "Not current")."""
+    from eval.report import REPORT
+
+    assert REPORT.read_text(encoding="utf-8") == render(load(), code_hash()), (
+        "docs/benchmarks.md is not what docs/bench-results.json gives: run `python -m eval report`"
+    )
