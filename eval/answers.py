@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"command": command, "figures": by_split, "indexes": notes, "questions": records}
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"results: {path}")
-    if not args.limit_docs and args.results is None:
+    if not args.limit_docs and not args.dataset and args.results is None:  # a whole split's run
         _record(by_split, command, notes)
     return 0
 

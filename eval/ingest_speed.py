@@ -50,23 +50,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nfolio's data directory: {sizes}")
     from eval.bench_results import BenchRow, record
 
-    base = runs[-1][1] if len(runs) > 1 else None
+    speed = {name: (float(res["pages"]), float(res["seconds"])) for name, res in runs}  # type: ignore[arg-type]
+    recipe = speed.get("LlamaIndex recipe")
     record(
         "ingest-speed",
         "Ingest speed",
         "python -m eval ingest_speed " + " ".join(argv if argv is not None else sys.argv[1:]),
         [
             BenchRow(
-                set=f"{args.corpus}: {len(pdfs)} PDFs, {float(res['pages']):.0f} pages",  # type: ignore[arg-type]
+                set=f"{args.corpus}: {len(pdfs)} PDFs, {pages:.0f} pages",
                 figure=f"{name}: pages/s (text layer, the shipped embedder)",
-                value=f"{float(res['pages']) / float(res['seconds']):.2f}",  # type: ignore[arg-type]
-                baseline=(
-                    f"{float(base['seconds']) / float(res['seconds']):.2f}x the recipe"  # type: ignore[arg-type]
-                    if base is not None and name == "folio"
-                    else "—"
-                ),
+                value=f"{pages / seconds:.2f}",
+                baseline=f"{recipe[1] / seconds:.2f}x the recipe"
+                if recipe is not None and name == "folio"
+                else "—",
             )
-            for name, res in runs
+            for name, (pages, seconds) in speed.items()
         ],
         [f"folio's data directory: {sizes}"],
     )
