@@ -31,7 +31,7 @@ _BARE_UNIT = re.compile(
 )
 _CJK_UNIT = re.compile(r"单位\s*[:：]\s*((?:人民币)?[^\s,，。;；)）|]{1,6})")
 _OWN_MEASURE = re.compile(r"%|\b(?:percent(?:age)?s?|per\s+share|ratios?|basis\s+points)\b", re.I)
-_EXCEPT = re.compile(r"\bexcept(?:\s+for)?\s+(.+)$", re.I)
+_EXCEPT = re.compile(r"\bexcept(?:\s+for)?\s+([^;]+)", re.I)  # "…; Unaudited" ends it
 _EXCEPT_PHRASES = re.compile(r",|\band\b|\bor\b", re.I)
 _FILLER = frozenset(
     {"data", "amounts", "amount", "information", "figures", "the", "as", "where", "number", "of"}

@@ -68,6 +68,9 @@ def test_an_except_clause_leaves_the_rows_it_names_unscaled() -> None:
     assert unit_for_row("Store count", "310", unit) == ""
     assert unit_for_row("Net sales", "4,100", unit) == unit
     assert unit_for_row("Net sales", "4,100", "in millions, except where noted") != ""
+    semicolon = "In Millions, Except Employees; Unaudited"
+    assert unit_for_row("Employees", "124,800", semicolon) == ""
+    assert unit_for_row("Net revenue", "12,949", semicolon) == semicolon
 
 
 def test_units_are_read_in_their_usual_notations() -> None:
