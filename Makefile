@@ -43,8 +43,9 @@ office:
 
 run: setup
 	mkdir -p $(INBOX)
-	$(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT) \
-		|| [ $$? -eq 130 ]  # SIGTERM or Ctrl-C: folio stops cleanly, status 0 (130: before it was up)
+	# exec: the recipe's shell becomes folio, so a SIGTERM that make forwards reaches folio itself
+	# (a shell in between would die and leave folio running); folio stops cleanly with status 0
+	exec $(VENV)/bin/folio serve --data-dir $(DATA_DIR) --watch $(INBOX) --host $(HOST) --port $(PORT)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -23,9 +23,9 @@ from tests.conftest import REPO_ROOT
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 
 
-def _make_run(tmp_path: Path, sig: signal.Signals) -> tuple[int, str]:
-    """`make run` in its own process group until /health answers, then `sig`: its status, its
-    output."""
+def _make_run(tmp_path: Path, sig: signal.Signals, to_make: bool = False) -> tuple[int, str]:
+    """`make run` in its own process group until /health answers, then `sig` (to make itself
+    with `to_make`): its status, its output."""
     venv = Path(sys.prefix)
     port = free_port()
     data, log = tmp_path / "data", tmp_path / f"make-{sig.name}.log"
@@ -61,11 +61,14 @@ def _make_run(tmp_path: Path, sig: signal.Signals) -> tuple[int, str]:
                     time.sleep(0.3)
             holder = lock_holder(data)
             assert holder is not None and holder.pid != make.pid, log.read_text()
-            if sig is signal.SIGINT:
+            if to_make:
+                os.kill(make.pid, sig)  # `kill` of make's pid: make forwards it to its recipe
+            elif sig is signal.SIGINT:
                 os.killpg(make.pid, sig)  # Ctrl-C: make, its shell and the server all get it
             else:
                 os.kill(holder.pid, sig)  # the server alone, as `kill PID` or systemd sends it
             status = make.wait(60)
+            assert lock_holder(data) is None, "folio still holds the data directory"
         finally:
             if make.poll() is None:
                 os.killpg(make.pid, signal.SIGKILL)
@@ -82,3 +85,11 @@ def test_make_run_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
     assert f"folio stopped cleanly ({sig.name})" in output, output
     assert "make: ***" not in output and "Terminated" not in output, output
     assert "Loading weights" not in output and "it/s]" not in output, output  # no bar in a log
+
+
+def test_make_run_stopped_through_make_stops_folio(tmp_path: Path) -> None:
+    """SIGTERM to make's own pid reaches folio, which stops cleanly and releases the data
+    directory; make, killed itself, then ends by SIGTERM and says "Terminated"."""
+    status, output = _make_run(tmp_path, signal.SIGTERM, to_make=True)
+    assert status == -signal.SIGTERM, output
+    assert "folio stopped cleanly (SIGTERM)" in output, output
