@@ -8,6 +8,7 @@ import sys
 # subcommand -> module with a ``main(argv) -> int``
 COMMANDS: dict[str, str] = {
     "answers": "eval.answers",
+    "answer_judge": "eval.answer_judge",
     "answer_support": "eval.answer_support",
     "generated_answers": "eval.generated_answers",
     "cards": "eval.cards",

@@ -8,10 +8,11 @@ Every question is asked as `POST /query` answers it (`retrieval.generate.answer_
 services' retriever and LLM settings: extractive unless FOLIO_LLM_URL is set), top 5 hits, of
 ONE index per (dataset, split) holding only that split's documents (`open_folio` keyed
 `<dataset>-<split>`, cached under --work: ingest runs about 2 pages/s on 2 cores, so a split's
-index is built once and reused; `--limit-docs N` indexes the split's N smallest files, for a
-quick run; `--index DIR` queries a finished index whatever its key, as the files that shape an
-index change under other work). `--split all` runs `tune` and `check`, each over its own index,
-and prints both. Judged by `eval/answer_match.py`:
+index is built once and reused; pages are read as the product reads them, by OCR where a page
+has no usable text (`--ocr never` skips it); `--limit-docs N` indexes the split's N smallest
+files, for a quick run; `--index DIR` queries a finished index whatever its key, as the files
+that shape an index change under other work). `--split all` runs `tune` and `check`, each over
+its own index, and prints both. Judged by `eval/answer_match.py`:
 
 - FinanceBench: the gold answer's numbers inside the answer text, and inside the first
   citation's quote (or the PDF's words inside its drawn boxes), over the questions whose gold
@@ -323,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path(".bench/retrieval"))
-    parser.add_argument("--ocr", choices=("never", "auto"), default="never")
+    parser.add_argument("--ocr", choices=("never", "auto"), default="auto")
     parser.add_argument("--limit-docs", type=int, default=0, help="the split's N smallest PDFs")
     parser.add_argument(
         "--index",
@@ -369,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     command += "".join(f" --dataset {d}" for d in args.dataset or ())
     if args.limit_docs:
         command += f" --limit-docs {args.limit_docs}"
-    if args.ocr != "never":
+    if args.ocr != "auto":
         command += f" --ocr {args.ocr}"
     command += "".join(f" --index {p}" for p in args.index)
     print(table(by_split))

@@ -204,7 +204,8 @@ class Retriever:
     With a `reranker` (a cross-encoder, local or a service), the first `rerank_candidates` fused
     chunks are put in its order before the best chunk of each page is taken, and the answer
     cites the re-ranked first page first unless another is much better supported (`RANK_PRIOR`);
-    when it fails they keep the fused order and `ranked` says why.
+    when it fails they keep the fused order and `ranked` says why. An `answer_judge` (a
+    cross-encoder) orders the extractive answer's best candidates again (`AnswerOptions.judge`).
     """
 
     def __init__(
@@ -222,6 +223,7 @@ class Retriever:
         layout: Layout | None = None,
         reranker: Reranker | None = None,
         rerank_candidates: int = 20,
+        answer_judge: Reranker | None = None,
     ) -> None:
         if embedder.dim != store.dim:
             raise ValueError(f"embedder dim {embedder.dim} != store dim {store.dim}")
@@ -237,6 +239,7 @@ class Retriever:
         self.layout = layout
         self.reranker = reranker
         self.rerank_candidates = max(1, rerank_candidates)
+        self.answer_judge = answer_judge
 
     def search(
         self, question: str, top_k: int, flt: SearchFilter | None = None
@@ -351,6 +354,7 @@ class Retriever:
             card_of=self.names.card if self.names is not None else None,
             subjects=self._unknown_subjects(req),
             rank_prior=RANK_PRIOR if reranked else 0.0,
+            judge=self.answer_judge,
         )
 
     def _unknown_subjects(self, req: QueryRequest) -> tuple[str, ...]:

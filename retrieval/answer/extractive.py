@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from retrieval.page_refs import captions
+from retrieval.rerank import RerankError
 from retrieval.schema import ScoredChunk
 from retrieval.text_terms import stems
 
@@ -15,10 +17,13 @@ if TYPE_CHECKING:
 
 from retrieval.answer.candidates import _candidates, _headings, _Sentence, _with_table_rest
 from retrieval.answer.cite import _cite_sentence, _opens
+from retrieval.answer.judge import JUDGE_KEEP, judged
 from retrieval.answer.meet import _meet
 from retrieval.answer.options import Answer, AnswerOptions
 from retrieval.answer.said import _said, _with_unit
 from retrieval.answer.scores import _DENSE_KEEP, _dense, _rank, _select, _writes
+
+logger = logging.getLogger(__name__)
 
 
 def extractive_answer(
@@ -62,6 +67,13 @@ def extractive_answer(
         prior = [1.0 / (1.0 + options.rank_prior * ranks[s.hit]) for s in sentences]
         scores = [v * m * p for v, m, p in zip(scores, meet, prior, strict=True)]
         chosen = _select(sentences, scores, max_sentences, keep=_DENSE_KEEP)
+    if options.judge is not None and chosen:
+        try:
+            by_judge = judged(question, top, sentences, scores, options.judge)
+        except RerankError as exc:  # the judge is down: the candidates keep their order
+            logger.warning("the answer judge failed, candidates unjudged: %s: %s", exc.code, exc)
+        else:
+            chosen = _select(sentences, by_judge, max_sentences, keep=JUDGE_KEEP)
     met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
     lead = None
     if support is not None and options.dense_pool >= 1 and not (chosen and id(chosen[0]) in met):

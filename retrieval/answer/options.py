@@ -11,7 +11,7 @@ from retrieval.page_layout import Layout
 from retrieval.schema import Chunk, Citation
 
 if TYPE_CHECKING:
-    pass
+    from retrieval.rerank import Reranker
 
 from retrieval.answer.candidates import PageRange
 from retrieval.answer.scores import MIN_SUPPORT
@@ -50,7 +50,9 @@ class AnswerOptions:
     3"): a sentence of the hits that captions it is cited first (with what it captions, as any
     caption), since what the question asks is in that figure or table; a section heading over a
     hit's chunk leads the answer when it is more like the question than the best sentence by
-    `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md)."""
+    `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md); with a `judge` (a
+    cross-encoder, FOLIO_ANSWER_JUDGE) the best candidates by those scores are ordered again by
+    it (`judge.judged`; "not found" stays the embedder's `min_support`)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -67,6 +69,7 @@ class AnswerOptions:
     unit_of: Callable[[Chunk], str] | None = None
     caption: str = ""
     heading_lead: float = HEADING_LEAD
+    judge: Reranker | None = None
 
 
 class Answer(NamedTuple):
