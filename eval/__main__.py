@@ -12,6 +12,7 @@ COMMANDS: dict[str, str] = {
     "answer_support": "eval.answer_support",
     "generated_answers": "eval.generated_answers",
     "cards": "eval.cards",
+    "cli_latency": "eval.cli_latency",
     "conservation": "eval.conservation",
     "cpu_ocr": "eval.cpu_ocr",
     "extraction": "eval.extraction",

@@ -22,6 +22,7 @@ AREAS: dict[str, str] = {
     "Answers right": "python -m eval answers --split check",
     "Page recall": "python -m eval answers --split check (the page rows of its table)",
     "Query latency": "python -m eval query_latency",
+    "CLI beside a server": "python -m eval cli_latency",
     "Ingest speed": "python -m eval ingest_speed --corpus docling",
     "Reading pages": "python -m eval ocr_parser; python -m eval scan_orientation",
     "Scale-out": "python -m eval queue_scaling --files 2 --workers 1,2",
@@ -34,6 +35,7 @@ BENCH: tuple[tuple[str, ...], ...] = (
     ("ingest_speed", "--corpus", "docling"),
     ("queue_scaling", "--files", "2", "--workers", "1,2"),
     ("query_latency",),
+    ("cli_latency",),
 )
 
 _HEAD = """# Benchmarks

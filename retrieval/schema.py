@@ -15,6 +15,7 @@ from retrieval.doc_card import DocumentCard
 
 CHUNK_SCHEMA_VERSION = "1.1"  # 1.1: paragraphs and tables continued across pages
 DOC_ID_PATTERN = r"^[0-9a-f]{64}$"  # a document id: the sha256 of its bytes
+DOC_ID_OR_PREFIX = r"^[0-9a-f]{8,64}$"  # an id, or a prefix of one that the API resolves
 _POINT_NAMESPACE = uuid.UUID("6f1c2a9e-3d4b-5a8c-9e7f-0b1d2c3e4f50")
 
 BBox = Annotated[Box, Field(description="[x0, y0, x1, y1] in PDF points")]
@@ -173,7 +174,16 @@ class QueryRequest(BaseModel):
     question: str = Field(min_length=1, max_length=2000)
     top_k: int = Field(default=5, ge=1, le=100)
     doc_ids: (
-        list[Annotated[str, Field(pattern=DOC_ID_PATTERN, description="sha256 (64 hex)")]] | None
+        list[
+            Annotated[
+                str,
+                Field(
+                    pattern=DOC_ID_OR_PREFIX,
+                    description="sha256 (64 hex), or a prefix of 8 or more that one id begins with",
+                ),
+            ]
+        ]
+        | None
     ) = Field(default=None, max_length=1000)
     page_from: int | None = Field(default=None, ge=1)
     page_to: int | None = Field(default=None, ge=1)

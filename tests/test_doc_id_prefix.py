@@ -55,6 +55,22 @@ def test_a_unique_prefix_names_the_document_in_every_route(app: ApiApp, length: 
     assert page.status_code == 200 and page.content.startswith(b"\x89PNG")
 
 
+def test_a_query_filtered_by_a_prefix_searches_that_document(app: ApiApp) -> None:
+    for path in ("/query", "/query/stream"):
+        body = {"question": "What is in the document?", "doc_ids": [app.doc_id[:12]]}
+        response = app.client.post(path, json=body)
+        assert response.status_code == 200, response.text
+        if path == "/query":
+            hits = response.json()["hits"]
+            assert hits and {h["doc_id"] for h in hits} == {app.doc_id}
+    ambiguous = {"question": "What is in it?", "doc_ids": ["abcdef01"]}
+    _error(app.client.post("/query", json=ambiguous), 409, "ambiguous_doc_id")
+    unknown = {"question": "What is in it?", "doc_ids": ["99999999"]}
+    _error(app.client.post("/query", json=unknown), 404, "unknown_document")
+    short = {"question": "What is in it?", "doc_ids": ["abcdef0"]}
+    assert app.client.post("/query", json=short).status_code == 422
+
+
 def test_a_shared_prefix_is_409_naming_the_candidates(app: ApiApp) -> None:
     message = _error(app.client.get("/documents/abcdef01"), 409, "ambiguous_doc_id")
     assert TWIN_A in message and TWIN_B in message and "twin a.pdf" in message

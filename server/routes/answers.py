@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
+from ingest.doc_ids import FULL
 from retrieval.generate import (
     AnswerEvent,
     CitationsEvent,
@@ -44,7 +45,7 @@ from retrieval.generate import (
 from retrieval.links import LinkSigner, sign_citations, sign_response
 from retrieval.schema import QueryRequest, QueryResponse
 from retrieval.search import InvalidQueryError, Ranked
-from server.deps import ApiError, Links, Svc
+from server.deps import ApiError, Links, Svc, resolved_doc_id
 from server.shutdown import StoppableStream
 
 __all__ = ["router"]
@@ -52,6 +53,15 @@ __all__ = ["router"]
 log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["answers"])
+
+
+def _resolved(req: QueryRequest, svc: Svc) -> QueryRequest:
+    """The request with each document id prefix of its filter resolved to the full id (a 409
+    for a prefix several ids share, a 404 for one none begins)."""
+    if not req.doc_ids or all(len(d) == FULL for d in req.doc_ids):
+        return req
+    ids = [d if len(d) == FULL else resolved_doc_id(svc, d) for d in req.doc_ids]
+    return req.model_copy(update={"doc_ids": ids})
 
 
 async def _hits(req: QueryRequest, svc: Svc) -> Ranked:
@@ -84,6 +94,7 @@ def _event_text(event: AnswerEvent, links: LinkSigner | None) -> str:
 @router.post("/query")
 async def query(req: QueryRequest, svc: Svc, links: Links) -> QueryResponse:
     """Search, then answer from the hits: generated and checked with an LLM, else extractive."""
+    req = _resolved(req, svc)
     try:
         response = await answer_query(svc.retriever, req, svc.settings.llm_options())
     except InvalidQueryError as exc:
@@ -98,6 +109,7 @@ async def query(req: QueryRequest, svc: Svc, links: Links) -> QueryResponse:
 )
 async def query_stream(req: QueryRequest, svc: Svc, links: Links) -> StreamingResponse:
     """As POST /query, streamed as server-sent events (the module docstring has the contract)."""
+    req = _resolved(req, svc)
     hits = await _hits(req, svc)
 
     async def events() -> AsyncIterator[str]:
