@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "ocr_throughput": "eval.ocr_throughput",
     "first_card": "eval.first_card",
     "ingest_ledger": "eval.ingest_ledger",
+    "late_interaction": "eval.late_interaction",
     "load": "eval.load",
     "mmlongbench_ocr": "eval.mmlongbench_ocr",
     "query_latency": "eval.query_latency",
