@@ -1,6 +1,9 @@
 """`/query` latency of a running `folio serve` (model loaded) over an existing index, on loopback.
 
-    python -m eval.query_latency [--data-dir .bench/financebench] [--data ../shared/data] [-n 200]
+    python -m eval.query_latency [--data-dir DIR] [--data ../shared/data] [-n 200]
+
+DIR defaults to the newest finished FinanceBench check index that `python -m eval answers
+--split check` built (`.bench/retrieval/financebench-check-*`).
 
 Starts the server as a subprocess, warms it up with questions of its own (none of the measured
 ones, so no cache holds a measured question's answer), then sends up to n FinanceBench questions
@@ -29,15 +32,24 @@ _WARM_UP = (
 )
 
 
+def _check_index(work: Path = Path(".bench/retrieval")) -> Path | None:
+    """The newest finished FinanceBench check index under `work`, if any."""
+    done = sorted(
+        work.glob("financebench-check-*/bench-ingest.json"), key=lambda p: p.stat().st_mtime
+    )
+    return done[-1].parent if done else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path(".bench/financebench"))
+    parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--top-k", type=int, default=5)
     args = parser.parse_args(argv)
     questions_file = args.data / "financebench" / "questions.jsonl"
-    if not questions_file.exists() or not args.data_dir.exists():
+    args.data_dir = args.data_dir or _check_index()
+    if not questions_file.exists() or args.data_dir is None or not args.data_dir.exists():
         print(f"skipped: need {questions_file} and an index in {args.data_dir}")
         return 0
     questions = [json.loads(x)["question"] for x in questions_file.read_text().splitlines() if x]
