@@ -5,9 +5,11 @@
 DIR defaults to the newest finished FinanceBench check index that `python -m eval answers
 --split check` built (`.bench/retrieval/financebench-check-*`).
 
-Starts the server as a subprocess, warms it up with questions of its own (none of the measured
-ones, so no cache holds a measured question's answer), then sends up to n FinanceBench questions
-one at a time, each once, and reports p50/p90/p99 client-side latency and the error count.
+Starts the server as a subprocess with no answer sentence's vector kept (the index's sentence
+cache is emptied first; FOLIO_ANSWER_SENTENCES=idle fills it only between queries), warms it up
+with questions of its own (none of the measured ones, so no cache holds a measured question's
+answer), then sends up to n FinanceBench questions one at a time, each once, and reports
+p50/p90/p99 client-side latency and the error count.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import httpx
 
 from eval.bench_results import BenchRow, record
 from eval.serving import ServerDidNotStartError, folio_server
+from server.services import SENTENCE_CACHE_FILE
 
 # warm-up questions of no benchmark: they load the model and the index, and fill no cache that a
 # measured question could hit
@@ -53,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: need {questions_file} and an index in {args.data_dir}")
         return 0
     questions = [json.loads(x)["question"] for x in questions_file.read_text().splitlines() if x]
+    # no answer sentence's vector is kept from earlier runs (the answers benchmark asks some of
+    # these questions): each measured question embeds what its own hits need
+    for path in args.data_dir.glob(f"{SENTENCE_CACHE_FILE}*"):
+        path.unlink()
     try:
         with folio_server(args.data_dir) as base, httpx.Client(base_url=base, timeout=30) as client:
             for q in _WARM_UP:
