@@ -55,21 +55,11 @@ def _questions(dataset: str, split: str, data: Path, services: Any, users: list[
     return [*asked, *user_questions(users, dataset, stems, split)]
 
 
-def _record(asked: Any, answer: Any, pdfs: dict[str, Path]) -> dict[str, Any]:
-    from eval.answer_sets import _boxed
+def _record(answer: Any, pdfs: dict[str, Path]) -> dict[str, Any]:
+    from eval.answer_sets import first_citation
 
-    out: dict[str, Any] = {"answer": answer.text, "support": answer.support, "first": None}
-    if answer.citations:
-        c = answer.citations[0]
-        stem = Path(c.source).stem
-        out["first"] = {
-            "stem": stem,
-            "page": c.page,
-            "bbox": list(c.bbox),
-            "quote": c.quote,
-            "boxed": _boxed(c, pdfs.get(stem)),
-        }
-    return out
+    first = first_citation(answer.citations, pdfs)
+    return {"answer": answer.text, "support": answer.support, "first": first}
 
 
 def _right(asked: Any, rec: dict[str, Any], boxes: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +86,7 @@ def _right(asked: Any, rec: dict[str, Any], boxes: dict[str, Any]) -> dict[str, 
 def run_index(directory: Path, split: str, data: Path, variants: dict[str, dict[str, Any]],
               users: list[Any]) -> list[dict[str, Any]]:  # fmt: skip
     """Every question of the index's set, answered by each variant from the same hits."""
-    from eval.answer_sets import doc_ids_by_stem
+    from eval.answer_sets import wrong_doc_requests
     from eval.evidence_boxes import load_box_cases
     from eval.retrieval_data import load_corpus
     from eval.retrieval_index import open_folio
@@ -109,19 +99,19 @@ def run_index(directory: Path, split: str, data: Path, variants: dict[str, dict[
     services = index.services
     retriever = services.retriever
     try:
-        stems_ids = doc_ids_by_stem(services)
         corpus = load_corpus(dataset, data)
         pdfs = {p.stem: p for p in corpus.pdfs}
         boxes = {}
         if dataset == "mmlongbench":
             boxes = {c.question: c for c in load_box_cases(data, list(pdfs.values()))}
         rows = []
-        for asked in _questions(dataset, split, data, services, users):
-            ids = None
-            if asked.dataset.startswith("wrong:"):
-                ids = [d for s, d in sorted(stems_ids.items()) if s != asked.doc] or None
-                if ids is None:
-                    continue
+        questions = _questions(dataset, split, data, services, users)
+        filters = wrong_doc_requests(services, questions)
+        for asked, others in zip(questions, filters, strict=True):
+            wrong = asked.dataset.startswith("wrong:")
+            if wrong and others is None:  # no other document to ask it of
+                continue
+            ids = others if wrong else None
             req = QueryRequest(question=asked.question, top_k=5, doc_ids=ids)
             ranked = retriever.ranked(req.question, req.top_k, search_filter(req))
             options = retriever.answer_options(req, ranked)
@@ -143,7 +133,7 @@ def run_index(directory: Path, split: str, data: Path, variants: dict[str, dict[
                     embedder=retriever.embedder,
                     options=replace(options, min_support=0.0, **change),
                 )
-                rec = _record(asked, answer, pdfs)
+                rec = _record(answer, pdfs)
                 rec["ms"] = 1e3 * (time.perf_counter() - started)
                 rec.update(_right(asked, rec, boxes))
                 row[name] = rec

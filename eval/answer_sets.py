@@ -19,6 +19,7 @@ __all__ = [
     "chance_of",
     "doc_ids_by_stem",
     "financebench_questions",
+    "first_citation",
     "load_user_questions",
     "mmlongbench_questions",
     "user_questions",
@@ -94,16 +95,23 @@ async def _ask_one(services: Any, asked: Asked, pdfs: dict[str, Path], doc_ids: 
     asked.mode = response.mode
     asked.answer = response.answer
     asked.hits = [(Path(h.source).stem, h.page) for h in response.hits]
-    if response.citations:
-        c = response.citations[0]
-        stem = Path(c.source).stem
-        asked.first = {
-            "stem": stem,
-            "page": c.page,
-            "bbox": list(c.bbox),
-            "quote": c.quote,
-            "boxed": _boxed(c, pdfs.get(stem)),
-        }
+    asked.first = first_citation(response.citations, pdfs)
+
+
+def first_citation(citations: Sequence[Any], pdfs: dict[str, Path]) -> dict[str, Any] | None:
+    """What is judged of an answer's first citation: stem, page, bbox, quote, and the PDF's words
+    inside its drawn boxes (None without a citation)."""
+    if not citations:
+        return None
+    c = citations[0]
+    stem = Path(c.source).stem
+    return {
+        "stem": stem,
+        "page": c.page,
+        "bbox": list(c.bbox),
+        "quote": c.quote,
+        "boxed": _boxed(c, pdfs.get(stem)),
+    }
 
 
 def ask_all(

@@ -24,7 +24,6 @@ import httpx
 
 from eval.bench_results import BenchRow, record
 from eval.serving import ServerDidNotStartError, folio_server
-from server.services import SENTENCE_CACHE_FILE
 
 # warm-up questions of no benchmark: they load the model and the index, and fill no cache that a
 # measured question could hit
@@ -56,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: need {questions_file} and an index in {args.data_dir}")
         return 0
     questions = [json.loads(x)["question"] for x in questions_file.read_text().splitlines() if x]
+    from server.services import SENTENCE_CACHE_FILE  # the services' stack, only when run
+
     # no answer sentence's vector is kept from earlier runs (the answers benchmark asks some of
     # these questions): each measured question embeds what its own hits need
     for path in args.data_dir.glob(f"{SENTENCE_CACHE_FILE}*"):
