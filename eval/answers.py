@@ -57,6 +57,7 @@ from eval.answer_sets import (
     user_questions,
     wrong_doc_requests,
 )
+from eval.retrieval_index import EMBEDDERS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -273,7 +274,15 @@ def _run_index(
     name = f"{dataset}-{split}" + (f"-{args.limit_docs}docs" if args.limit_docs else "")
     started = time.perf_counter()
     existing = next((p for p in args.index if re.fullmatch(rf"{name}-[0-9a-f]+", p.name)), None)
-    index = open_folio(name, pdfs, args.work, ocr=args.ocr, seed=dataset, existing=existing)
+    index = open_folio(
+        name,
+        pdfs,
+        args.work,
+        ocr=args.ocr,
+        seed=dataset,
+        existing=existing,
+        embedder_name=args.embedder,
+    )
     log.info("%s: %d PDFs, %d pages (%s)", name, len(pdfs), index.pages, index.directory)
     services = index.services
     try:
@@ -333,6 +342,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="a finished index <dataset>-<split>-<key> to query whatever its key (repeatable)",
     )
+    parser.add_argument(
+        "--embedder",
+        choices=tuple(EMBEDDERS),
+        default=next(iter(EMBEDDERS)),
+        help="the chunk embedder the indexes are built and queried with (default: the product's)",
+    )
     parser.add_argument("--user-questions", type=Path, default=USER_QUESTIONS)
     parser.add_argument("--results", type=Path, help="default .bench/results/answers-<split>.json")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -373,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.ocr != "auto":
         command += f" --ocr {args.ocr}"
     command += "".join(f" --index {p}" for p in args.index)
+    default_embedder = args.embedder == next(iter(EMBEDDERS))
+    if not default_embedder:
+        command += f" --embedder {args.embedder}"
     print(table(by_split))
     print()
     for note in notes:
@@ -382,12 +400,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"- user questions: none ({args.user_questions} absent)")
     print(f"\ncommand: {command}")
-    path = args.results or Path(".bench/results") / f"answers-{args.split}.json"
+    suffix = "" if default_embedder else f"-{args.embedder}"
+    path = args.results or Path(".bench/results") / f"answers-{args.split}{suffix}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     out = {"command": command, "figures": by_split, "indexes": notes, "questions": records}
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"results: {path}")
-    if not args.limit_docs and not args.dataset and args.results is None:  # a whole split's run
+    if not args.limit_docs and not args.dataset and args.results is None and default_embedder:
         _record(by_split, command, notes)
     return 0
 

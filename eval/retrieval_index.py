@@ -17,7 +17,7 @@ from typing import Any
 
 from eval.retrieval_cache import CachedEmbedder, fingerprint
 
-__all__ = ["FolioIndex", "build_recipe_index", "llamaindex_retriever", "open_folio"]
+__all__ = ["EMBEDDERS", "FolioIndex", "build_recipe_index", "llamaindex_retriever", "open_folio"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,22 @@ _SHAPING_SOURCES = (
     "ocr_engine/furniture.py",
 )
 _DONE = "bench-ingest.json"
+
+
+def _minilm() -> Any:
+    from retrieval.embedder import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+def _bge_small() -> Any:
+    from retrieval.onnx_embedder import OnnxEmbedder
+
+    return OnnxEmbedder()
+
+
+# the chunk embedders a benchmark index can be built with (the first is the product's default)
+EMBEDDERS = {"minilm": _minilm, "bge-small": _bge_small}
 
 
 @dataclass
@@ -74,23 +90,26 @@ def open_folio(
     seed: str | None = None,
     existing: Path | None = None,
     figure_ocr: bool = True,
+    embedder_name: str = "minilm",
 ) -> FolioIndex:
     """The folio index of `pdfs`, ingested now unless this key's directory already holds it; a
     new one starts its page cache from the indexes of `seed` (default `corpus`), whose pages are
     keyed by the files' bytes, so the same files under other names are not read again.
     `existing` opens that finished index instead (one built by earlier code, whatever its key).
+    `embedder_name`: one of EMBEDDERS, the chunk embedder the index is built and queried with.
     """
-    from retrieval.embedder import SentenceTransformerEmbedder
     from server.services import build_services
     from server.settings import Settings
 
-    inner = SentenceTransformerEmbedder()
+    inner = EMBEDDERS[embedder_name]()
     embedder = CachedEmbedder(inner, work / "embeddings.sqlite3")
     directory = existing or work / _folio_key(corpus, ocr, max_tokens, inner.name, figure_ocr)
     if existing is not None and not (existing / _DONE).is_file():
         raise FileNotFoundError(f"{existing} holds no finished benchmark index ({_DONE})")
     if not directory.exists():
-        _seed_page_cache(directory, sorted(work.glob(f"{seed or corpus}-*/page_cache.sqlite3")))
+        caches = sorted(work.glob(f"{corpus}-*/page_cache.sqlite3"))  # this split's pages first
+        caches = caches or sorted(work.glob(f"{seed or corpus}-*/page_cache.sqlite3"))
+        _seed_page_cache(directory, caches)
     settings = Settings(
         data_dir=directory,
         ocr=ocr,  # type: ignore[arg-type]
