@@ -82,7 +82,9 @@ class WindowReader:
             return self._open[2], self._open[3]
         self.release()
         stored = Path(path)  # an image: wrapped into a PDF; an Office file: its rendering, kept
-        data = document_pdf_bytes(stored.read_bytes(), name, cache_dir=stored.parent)
+        data = document_pdf_bytes(
+            stored.read_bytes(), name, cache_dir=stored.parent, password=password
+        )
         pdf = open_pdf(data, password=password, name=name)
         self._open = (path, password, pdf, data)
         return pdf, data

@@ -3,7 +3,8 @@ live here, at the bottom of the house, so every package can derive from them:
 
 FolioError                        every error folio raises on purpose
  ├── BadInputError                the input can never succeed as is: do not retry
- │    └── PasswordError           an encrypted PDF without the right password: retry with one
+ │    └── PasswordError           an encrypted PDF or Office file without the right password:
+ │                                retry with one
  ├── EngineError                  a page engine (OCR model, endpoint, worker) failed
  │    ├── EngineUnavailableError  it could not be reached in time: retry with backoff
  │    └── EngineOutputError       its output was unusable: retry differently, then fall back
@@ -37,7 +38,7 @@ class BadInputError(FolioError):
 
 
 class PasswordError(BadInputError):
-    """An encrypted PDF that no password given opens; it opens once the right one is given."""
+    """An encrypted PDF or Office file that no password given opens; it opens with the right one."""
 
 
 class EngineError(FolioError):

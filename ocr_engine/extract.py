@@ -37,7 +37,7 @@ def iter_pages(
     """Pages `first`..`last` (1-based, inclusive) in order, read a window at a time."""
     reader = reader or PageReader()
     doc_id = hashlib.sha256(data).hexdigest()
-    data = document_pdf_bytes(data, name)  # an image: wrapped into a PDF, one page per frame
+    data = document_pdf_bytes(data, name, password=password)  # an image wrapped, Office rendered
     with open_pdf(data, password=password, name=name) as pdf:
         end = pdf.page_count if last is None else min(last, pdf.page_count)
         for start in range(max(1, first), end + 1, window):
@@ -62,7 +62,7 @@ def extract_document(
     furniture is marked (ingest marks it the same way, `FurnitureMarker`)."""
     data, default_name = read_pdf_bytes(path)
     name = source or default_name
-    rendered = document_pdf_bytes(data, name)  # an Office file's rendering, an image wrapped
+    rendered = document_pdf_bytes(data, name, password=password)  # Office rendered, image wrapped
     with open_pdf(rendered, password=password, name=name) as pdf:
         metadata = {k: str(v) for k, v in (pdf.metadata or {}).items() if k in ("title", "author")}
         marker = FurnitureMarker(pdf.page_count)

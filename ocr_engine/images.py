@@ -253,14 +253,17 @@ def image_to_pdf(data: bytes, name: str, *, check_name: bool = True) -> bytes:
         pdf.close()
 
 
-def document_pdf_bytes(data: bytes, name: str, *, cache_dir: Path | None = None) -> bytes:
+def document_pdf_bytes(
+    data: bytes, name: str, *, cache_dir: Path | None = None, password: str | None = None
+) -> bytes:
     """PDF bytes of a document file: a PDF as it is, an image wrapped, an Office, HTML or
-    Markdown file rendered (kept in `cache_dir`, `ocr_engine.office`); the name must agree with
-    the content when it has a known suffix (a .png that holds a JPEG or a PDF is refused)."""
+    Markdown file rendered (kept in `cache_dir`, decrypted with `password` when it is protected,
+    `ocr_engine.office`); the name must agree with the content when it has a known suffix (a
+    .png that holds a JPEG or a PDF is refused)."""
     from ocr_engine.office import is_office_name, render_pdf
 
     if is_office_name(name):
-        return render_pdf(data, name, cache_dir=cache_dir)
+        return render_pdf(data, name, password=password, cache_dir=cache_dir)
     kind = sniff(data)
     named = _NAMED.get(Path(name).suffix.lower())
     if kind is None and named is not None and named != "pdf" and data:

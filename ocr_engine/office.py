@@ -10,7 +10,8 @@ levels, list items, tables, `ocr_engine.office_structure`) as an embedded file, 
 beside the original, so it is made once per original and converter version. The original stays
 the document: its sha256 is the document id and its bytes are what is stored and downloaded.
 Bad files are refused with a clear reason before a converter runs: empty, an extension that lies,
-a damaged ZIP, a password-protected file; macros are never run (a note says they were ignored).
+a damaged ZIP; a password-protected file is decrypted with its password first
+(`ocr_engine.office_crypt`); macros are never run (a note says they were ignored).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import pymupdf
 from pydantic import BaseModel, Field
 
 from ocr_engine.convert_pool import ConversionError, ConvertPool, default_pool
-from ocr_engine.errors import BadInputError, PasswordError
+from ocr_engine.errors import BadInputError
+from ocr_engine.office_crypt import decrypt, is_encrypted
 
 __all__ = [
     "OFFICE_SUFFIXES",
@@ -98,6 +100,7 @@ class Checked(BaseModel):
 
     kind: str
     notes: list[str] = Field(default_factory=list)
+    encrypted: bool = Field(default=False, description="password-protected: decrypted first")
 
 
 def office_kind(name: str) -> str | None:
@@ -155,30 +158,23 @@ def _check_zip(data: bytes, name: str, kind: str) -> list[str]:
     return []
 
 
-def _ole_streams(data: bytes) -> bytes:
-    """The OLE2 file's bytes where stream names lie, for a cheap look at which streams it has."""
-    return data[: 1 << 20] + data[-(1 << 20) :]
-
-
-def _check_ole(data: bytes, name: str, kind: str) -> list[str]:
-    streams = _ole_streams(data)
-    if "EncryptionInfo".encode("utf-16-le") in streams:
-        raise PasswordError(
-            f"{name}: a password-protected Office file; folio cannot open encrypted Office files, "
-            "save a copy without a password"
-        )
+def _check_ole(data: bytes, name: str, kind: str) -> Checked:
+    if is_encrypted(data):  # decrypted with its password before conversion (`office_crypt`)
+        return Checked(kind=kind, encrypted=True)
     if kind in _ZIP_KINDS or kind in _ODF:
         raise BadInputError(
             f"{name}: named {Path(name).suffix} but is a legacy (OLE2) Office file; rename it "
             "to .doc, .xls or .ppt"
         )
+    streams = data[: 1 << 20] + data[-(1 << 20) :]  # where the OLE2 file's stream names lie
     if "_VBA_PROJECT".encode("utf-16-le") in streams or b"_\x00V\x00B\x00A" in streams:
-        return ["macros in this file were ignored: folio never runs them"]
-    return []
+        return Checked(kind=kind, notes=["macros in this file were ignored: folio never runs them"])
+    return Checked(kind=kind)
 
 
 def check_office(data: bytes, name: str) -> Checked:
-    """The file's kind, checked against its content; `BadInputError` saying what is wrong."""
+    """The file's kind, checked against its content (an encrypted file: its container only);
+    `BadInputError` saying what is wrong."""
     from ocr_engine.images import sniff
 
     kind = office_kind(name)
@@ -193,7 +189,7 @@ def check_office(data: bytes, name: str) -> Checked:
             f"{name}: named {Path(name).suffix} but is {what}; rename it to what it is"
         )
     if data.startswith(_OLE):
-        return Checked(kind=kind, notes=_check_ole(data, name, kind))
+        return _check_ole(data, name, kind)
     if kind in _ZIP_KINDS or kind in _ODF:
         if not data.startswith(b"PK"):
             raise BadInputError(
@@ -314,9 +310,15 @@ def _remember(key: str, made: bytes) -> None:
 
 
 def render_pdf(
-    data: bytes, name: str, *, cache_dir: Path | None = None, pool: ConvertPool | None = None
+    data: bytes,
+    name: str,
+    *,
+    password: str | None = None,
+    cache_dir: Path | None = None,
+    pool: ConvertPool | None = None,
 ) -> bytes:
-    """The PDF rendering of an Office, OpenDocument, CSV, HTML or Markdown file, made once."""
+    """The PDF rendering of an Office, OpenDocument, CSV, HTML or Markdown file, made once; a
+    password-protected one is decrypted with `password` first (`PasswordError` without it)."""
     checked = check_office(data, name)
     key = f"{hashlib.sha256(data).hexdigest()}.{checked.kind}.{converter_version(checked.kind)}"
     with _cache_lock:
@@ -329,8 +331,12 @@ def render_pdf(
         if kept is not None and kept.exists():
             made = kept.read_bytes()
         else:
+            plain = data
+            if checked.encrypted:
+                plain = decrypt(data, name, password)
+                checked = check_office(plain, name)  # what the container held, checked too
             made = _finish(
-                _convert(data, name, checked.kind, pool or default_pool()), data, name, checked
+                _convert(plain, name, checked.kind, pool or default_pool()), plain, name, checked
             )
             if kept is not None:
                 _keep(kept, made)

@@ -19,7 +19,7 @@ from PIL import Image
 
 from doubles.fakes import HashEmbedder
 from ocr_engine.convert_pool import ConversionError, ConvertLimits, ConvertPool
-from ocr_engine.errors import BadInputError, PasswordError
+from ocr_engine.errors import BadInputError
 from ocr_engine.extract import extract_document
 from ocr_engine.office import check_office, render_pdf
 from ocr_engine.options import OcrMode
@@ -214,14 +214,6 @@ def _zip_with(members: dict[str, bytes]) -> bytes:
         ("report.docx", b"%PDF-1.7\n%%EOF\n", BadInputError, "named .docx but is a PDF"),
         ("cut.docx", _docx()[:3000], BadInputError, "damaged ZIP"),
         ("deck.docx", _pptx(), BadInputError, "named .docx but is a PowerPoint deck"),
-        (
-            "locked.docx",
-            b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-            + b"\0" * 500
-            + "EncryptionInfo".encode("utf-16-le"),
-            PasswordError,
-            "password-protected",
-        ),
         ("notes.rtf", b"plain text", BadInputError, "no RTF header"),
     ],
 )
