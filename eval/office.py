@@ -4,7 +4,9 @@ Per format: text conserved (letters and digits of the ground truth's texts and c
 folio's JSON, as a multiset), headings and list items found with the right type (by their
 letters and digits), tables found (a folio table holding at least half of a ground-truth
 table's cell texts) and their cells found, and conversion seconds per rendered page.
-`python -m eval office [--data ../shared/data] [--limit N] [--formats docx pptx ...]`.
+`python -m eval office [--split tune|check|all] [--data ../shared/data] [--limit N]
+[--formats docx pptx ...]`: files of the split (`eval/splits.json`, `office`); rules come from
+`tune` files only.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from eval.splits import OFFICE_FORMATS, SPLITS, office_files, split_of
 from ocr_engine.extract import extract_document
 from ocr_engine.office import render_pdf
 from ocr_engine.office_match import norm
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import BlockType, Document
 
-FORMATS = ("docx", "pptx", "xlsx", "odf", "html", "md")
+FORMATS = OFFICE_FORMATS
 _HEADINGS = ("title", "section_header")
 
 
@@ -82,16 +85,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--limit", type=int, default=None, help="files per format")
     parser.add_argument("--formats", nargs="*", default=list(FORMATS))
+    parser.add_argument("--split", choices=SPLITS, default="all", help="tune, check or all")
     args = parser.parse_args(argv)
     root = args.data / "office"
     if not root.is_dir():
         print(f"no data at {root}")
         return 1
     options = ExtractOptions(ocr=OcrMode.never)
+    print(f"split: {args.split}")
     print("| format | files | text conserved | headings | list items | tables | cells | s/page |")
     print("|---|---|---|---|---|---|---|---|")
     for fmt in args.formats:
-        sources = sorted(p for p in (root / fmt / "sources").iterdir() if p.suffix != ".png")
+        sources = [
+            p
+            for p in office_files(args.data, fmt)
+            if args.split == "all" or split_of("office", p.name) == args.split
+        ]
         sums: Counter[str] = Counter()
         files, seconds, pages, failed = 0, 0.0, 0, []
         for path in sources[: args.limit]:

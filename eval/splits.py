@@ -5,7 +5,9 @@
 A document's place is fixed by the SHA-256 of `SEED` and its name: the documents of a set are
 ordered by that digest and the first third (rounded down) is `check`. The split was written down
 once, in `SPLIT_FILE` (`eval/splits.json`); the loaders read that file, so a document added later
-does not move any other, and a test keeps the file equal to what the seed gives. Rules,
+does not move any other, and a test keeps the file equal to what the seed gives. The Office set
+(`office`, keyed by file name) is split within each format (`office/docx`, ...), so every format
+keeps a third of its files in `check`. Rules,
 thresholds, word lists and tests come from `tune` only; `check` is read when a change is finished.
 """
 
@@ -58,6 +60,23 @@ def in_split(dataset: str, docs: Iterable[str], split: str) -> bool:
     return all(split_of(dataset, stem) == split for stem in docs)
 
 
+OFFICE_FORMATS = ("docx", "pptx", "xlsx", "odf", "html", "md")
+
+
+def office_files(data: Path, fmt: str) -> list[Path]:
+    """One format's Office sources (a page's image resource is not a source)."""
+    folder = data / "office" / fmt / "sources"
+    return sorted(p for p in folder.iterdir() if p.suffix != ".png") if folder.is_dir() else []
+
+
+def _office(data: Path) -> dict[str, str]:
+    """File name -> 'tune' | 'check' for the Office set, a third of each format `check`."""
+    table: dict[str, str] = {}
+    for fmt in OFFICE_FORMATS:
+        table.update(assign(f"office/{fmt}", [p.name for p in office_files(data, fmt)]))
+    return table
+
+
 def _stems(data: Path) -> dict[str, list[str]]:
     """Every dev set's document stems under the shared data folder."""
     fb = data / "financebench" / "pdfs"
@@ -80,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no shared data at {args.data}: nothing to split")
         return 0
     table = {name: assign(name, stems) for name, stems in _stems(args.data).items()}
+    table["office"] = _office(args.data)
     if args.write:
         SPLIT_FILE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for name, places in table.items():
