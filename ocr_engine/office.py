@@ -28,12 +28,13 @@ import zipfile
 from collections import OrderedDict
 from pathlib import Path
 
-import pymupdf
 from pydantic import BaseModel, Field
 
 from ocr_engine.convert_pool import ConversionError, ConvertPool, default_pool
+from ocr_engine.deck_notes import EXPORT_WITH_NOTES, has_notes
 from ocr_engine.errors import BadInputError
 from ocr_engine.office_crypt import decrypt, is_encrypted
+from ocr_engine.office_pages import finish
 
 __all__ = [
     "OFFICE_SUFFIXES",
@@ -63,7 +64,7 @@ OFFICE_SUFFIXES: dict[str, str] = {
     ".htm": "html",
     ".md": "md",
 }
-RECIPE = "r1"  # how folio asks for a rendering; a change makes every rendering again
+RECIPE = "r2"  # how folio asks for a rendering; a change makes every rendering again
 _SHEETS = {"xlsx", "xlsm", "xls", "ods", "csv"}
 _WEB = {"html", "md"}
 _TEXT = {"csv", "html", "md"}
@@ -241,12 +242,14 @@ def converter_version(kind: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", f"{said}-{RECIPE}").strip("-")
 
 
-def _soffice_argv(binary: str, source: Path, out: Path, profile: Path, kind: str) -> list[str]:
+def _soffice_argv(
+    binary: str, source: Path, out: Path, profile: Path, kind: str, *, notes: bool = False
+) -> list[str]:
     argv = [binary, "--headless", "--norestore", "--nolockcheck", "--nodefault", "--nologo"]
     argv.append(f"-env:UserInstallation={profile.as_uri()}")
     if kind == "csv":
         argv.append(f"--infilter={_CSV_FILTER}")
-    export = _EXPORT["sheet" if kind in _SHEETS else "other"]
+    export = EXPORT_WITH_NOTES if notes else _EXPORT["sheet" if kind in _SHEETS else "other"]
     return [*argv, "--convert-to", export, "--outdir", str(out), str(source)]
 
 
@@ -268,7 +271,8 @@ def _convert(data: bytes, name: str, kind: str, pool: ConvertPool) -> bytes:
             source = root / f"source.{kind}"
             source.write_bytes(data)
             target = out / "source.pdf"
-            argv = _soffice_argv(_soffice(), source, out, profile, kind)
+            notes = kind == "pptx" and has_notes(data)  # rendered to go under their slides
+            argv = _soffice_argv(_soffice(), source, out, profile, kind, notes=notes)
         done = pool.run(argv, cwd=root, what=name, env={"HOME": str(root)})
         if not target.exists() or target.stat().st_size == 0:
             said = " ".join(done.output.split())[-400:] or "no output"
@@ -276,24 +280,6 @@ def _convert(data: bytes, name: str, kind: str, pool: ConvertPool) -> bytes:
                 f"{name}: the converter made no PDF (exit status {done.returncode}; {said})"
             )
         return target.read_bytes()
-
-
-def _finish(rendered: bytes, data: bytes, name: str, checked: Checked) -> bytes:
-    """The rendering checked for its page count, with the source's structure embedded."""
-    from ocr_engine.office_structure import EMBEDDED_NAME, source_structure
-
-    limit = max_rendered_pages()
-    with pymupdf.open(stream=rendered, filetype="pdf") as pdf:
-        if pdf.page_count == 0:
-            raise ConversionError(f"{name}: the rendering has no pages (nothing to show)")
-        if pdf.page_count > limit:
-            raise ConversionError(
-                f"{name}: renders to {pdf.page_count:,} pages, more than the limit of {limit:,}"
-            )
-        structure = source_structure(data, checked.kind, pdf.get_toc(simple=True))
-        structure.notes = checked.notes
-        pdf.embfile_add(EMBEDDED_NAME, structure.model_dump_json().encode("utf-8"))
-        return pdf.tobytes(garbage=1, deflate=True)
 
 
 _CACHE_BYTES = 64 << 20
@@ -335,9 +321,9 @@ def render_pdf(
             if checked.encrypted:
                 plain = decrypt(data, name, password)
                 checked = check_office(plain, name)  # what the container held, checked too
-            made = _finish(
-                _convert(plain, name, checked.kind, pool or default_pool()), plain, name, checked
-            )
+            rendered = _convert(plain, name, checked.kind, pool or default_pool())
+            limit = max_rendered_pages()
+            made = finish(rendered, plain, name, checked.kind, checked.notes, limit)
             if kept is not None:
                 _keep(kept, made)
         _remember(key, made)

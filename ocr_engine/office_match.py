@@ -4,7 +4,9 @@ A block whose text is a source heading becomes a heading of the source's level, 
 text a list item; where the source is a Word, PowerPoint, HTML or Markdown file, a block the
 layout guessed to be a heading that the source does not call one is text again. A source table
 whose cells are found on a page as lines becomes a table block with those cells (their boxes the
-lines' boxes), in place of the blocks it covers. Pages of any other PDF are left as they are.
+lines' boxes), in place of the blocks it covers; a laid-out sheet page is matched with its own
+sheet's table cut to the columns it shows. The source's hyperlinks go on the blocks whose lines
+hold their text (`ocr_engine.office_links`). Pages of any other PDF are left as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 import pymupdf
 
 from ocr_engine.geometry import Box, centre_inside, union
+from ocr_engine.office_links import linked
 from ocr_engine.office_structure import EMBEDDED_NAME, Item, SourceTable, Structure
 from ocr_engine.schema import Block, BlockType, Line, Page, TableCell
 from ocr_engine.tables import assemble
@@ -237,6 +240,21 @@ def _tabled(page: Page, tables: Sequence[SourceTable]) -> Page:
     return page.model_copy(update={"blocks": blocks})
 
 
+def _page_tables(structure: Structure, number: int) -> Sequence[SourceTable]:
+    """The source tables page `number` may show: a laid-out sheet page's table, cut to the
+    columns it shows (its header row kept), else all of them."""
+    if not structure.sheet_pages:
+        return structure.tables
+    plan = next((p for p in structure.sheet_pages if p.page == number), None)
+    table = next((t for t in structure.tables if plan and t.name == plan.sheet), None)
+    if plan is None or table is None:
+        return []
+    if not plan.cols:
+        return [table]
+    rows = [[row[c] if c < len(row) else "" for c in plan.cols] for row in table.rows]
+    return [table.model_copy(update={"rows": rows})]
+
+
 def _renumbered(page: Page) -> Page:
     blocks = [
         b.model_copy(update={"id": f"p{page.number}-b{i}"}) for i, b in enumerate(page.blocks)
@@ -251,6 +269,7 @@ def shape_pages(pdf: pymupdf.Document, pages: list[Page]) -> list[Page]:
         return pages
     out = []
     for page in pages:
-        shaped = _tabled(_typed(page, structure), structure.tables)
+        tabled = _tabled(_typed(page, structure), _page_tables(structure, page.number))
+        shaped = linked(tabled, structure.links)
         out.append(_renumbered(shaped) if shaped.blocks != page.blocks else page)
     return out

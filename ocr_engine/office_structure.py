@@ -16,7 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["EMBEDDED_NAME", "Item", "SourceTable", "Structure", "source_structure"]
+from ocr_engine.office_links import SourceLink, source_links
+
+__all__ = ["EMBEDDED_NAME", "Item", "SheetPage", "SourceTable", "Structure", "source_structure"]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,16 @@ class SourceTable(BaseModel):
 
     rows: list[list[str]]
     name: str = ""
+    first_col: int = Field(default=1, ge=1, description="a sheet's column of the first (1 = A)")
+
+
+class SheetPage(BaseModel):
+    """A page of a laid-out workbook (`ocr_engine.sheet_pages`): its sheet, title, columns."""
+
+    page: int = Field(ge=1)
+    sheet: str
+    title: str
+    cols: list[int] = Field(default_factory=list, description="table columns shown; [] = all")
 
 
 class Structure(BaseModel):
@@ -47,6 +59,8 @@ class Structure(BaseModel):
     items: list[Item] = Field(default_factory=list)
     tables: list[SourceTable] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    sheet_pages: list[SheetPage] = Field(default_factory=list)
+    links: list[SourceLink] = Field(default_factory=list)
 
 
 def _clean(text: str) -> str:
@@ -160,7 +174,9 @@ def _xlsx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
                 for row in sheet.iter_rows(max_row=MAX_ROWS, max_col=MAX_COLS, values_only=True)
             ]
             if trimmed := _trimmed(rows):
-                tables.append(SourceTable(rows=trimmed, name=sheet.title))
+                used = [i for r in rows for i, c in enumerate(r[:MAX_COLS]) if c.strip()]
+                first = min(used) + 1
+                tables.append(SourceTable(rows=trimmed, name=sheet.title, first_col=first))
     finally:
         book.close()
     return [], tables
@@ -260,4 +276,5 @@ def source_structure(data: bytes, kind: str, toc: list[Any]) -> Structure:
             text = _clean(str(title))
             if text and text not in known:
                 items.append(Item(type="section_header", text=text, level=int(level)))
-    return Structure(kind=kind, items=items, tables=tables)
+    links = source_links(data, kind)
+    return Structure(kind=kind, items=items, tables=tables, links=links)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ocr_engine.geometry import Box
 
 SCHEMA_NAME = "folio.document"
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 BBox = Annotated[
     Box,
@@ -65,6 +65,14 @@ class TableCell(_Model):
     header: bool = False
 
 
+class Link(_Model):
+    """A hyperlink of the source, at the words of the page that carry it."""
+
+    url: str
+    text: str
+    bbox: BBox
+
+
 class Block(_Model):
     id: str = Field(description="stable within the document: p{page}-b{index}")
     type: BlockType
@@ -74,6 +82,9 @@ class Block(_Model):
     lines: list[Line] = Field(default_factory=list)
     html: str | None = None
     cells: list[TableCell] = Field(default_factory=list)
+    links: list[Link] = Field(
+        default_factory=list, description="hyperlinks its source gives its words (schema 1.3)"
+    )
     engine: EngineInfo | None = Field(
         default=None,
         description="the engine that read this block's text when not the page's (a figure's "

@@ -89,3 +89,132 @@ def test_a_password_protected_docx_opens_with_its_sidecar_or_passwords_file(
         assert BlockType.section_header in kinds
     finally:
         services.close()
+
+
+def _wide_book() -> bytes:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Plot yields"
+    sheet.append(["Plot"] + [f"Month {m:02d}" for m in range(1, 31)])
+    for plot in range(1, 9):
+        sheet.append([f"Plot {plot}"] + [plot * 1000 + m for m in range(1, 31)])
+    sheet.column_dimensions["A"].width = 14
+    notes = book.create_sheet("Field notes")
+    notes.append(["Plot", "Soil"])
+    notes.append(["Plot 3", "clay over chalk"])
+    notes.append(["Plot 5", "sandy loam"])
+    notes.column_dimensions["B"].width = 24
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+@needs_soffice
+def test_a_wide_sheet_is_split_by_columns_with_its_header_row_and_row_labels() -> None:
+    from ocr_engine.extract import extract_document
+    from ocr_engine.options import ExtractOptions
+    from ocr_engine.sheet_pages import MAX_COLS, PAGE_PT
+
+    document = extract_document(
+        _wide_book(), source="yields.xlsx", options=ExtractOptions(ocr=OcrMode.never)
+    )
+    *split, last = document.pages
+    assert len(split) >= 3, [p.width for p in document.pages]
+    seen: set[str] = set()
+    for page in split:
+        assert page.width <= PAGE_PT + 1
+        title = page.blocks[0]
+        assert title.type is BlockType.title and title.text.startswith("Plot yields (columns A")
+        table = next(b for b in page.blocks if b.type is BlockType.table)
+        header = {c.col: c.text for c in table.cells if c.header}
+        labels = {c.row: c.text for c in table.cells if c.col == 0}
+        assert header[0] == "Plot" and 2 <= len(header) <= MAX_COLS + 1
+        months = set(header.values()) - {"Plot"}
+        assert not months & seen, "each column is on one page"
+        seen |= months
+        for cell in table.cells:  # every value under its own month and beside its own plot
+            if cell.row > 0 and cell.col > 0:
+                plot, month = labels[cell.row], header[cell.col]
+                assert cell.text == str(int(plot.split()[1]) * 1000 + int(month.split()[1]))
+    assert seen == {f"Month {m:02d}" for m in range(1, 31)}
+    assert last.blocks[0].type is BlockType.title and last.blocks[0].text == "Field notes"
+    table = next(b for b in last.blocks if b.type is BlockType.table)
+    assert {c.text for c in table.cells} >= {"Soil", "clay over chalk", "Plot 5"}
+
+
+def _deck() -> bytes:
+    import pptx
+
+    deck = pptx.Presentation()
+    for n, (title, notes) in enumerate(
+        [
+            ("Ferry timetable", "Mention that the 07:15 ferry skips Inchmore in winter."),
+            ("Fares", ""),
+        ]
+    ):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = title
+        body = slide.placeholders[1].text_frame
+        body.text = f"Slide {n + 1} body"
+        if n == 1:
+            run = body.paragraphs[0].add_run()
+            run.text = " see the fare table online"
+            run.hyperlink.address = "https://example.org/fares"
+        if notes:
+            slide.notes_slide.notes_text_frame.text = notes
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+def _linked_docx() -> bytes:
+    import docx
+    from docx.oxml.ns import qn
+    from docx.oxml.shared import OxmlElement
+
+    document = docx.Document()
+    paragraph = document.add_paragraph("Berth bookings go through ")
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink"
+    r_id = document.part.relate_to("https://example.org/harbour-master", rel, is_external=True)
+    link, run, text = OxmlElement("w:hyperlink"), OxmlElement("w:r"), OxmlElement("w:t")
+    link.set(qn("r:id"), r_id)
+    text.text = "the harbour master's page"
+    run.append(text)
+    link.append(run)
+    paragraph._p.append(link)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+@needs_soffice
+def test_speaker_notes_under_their_slide_and_hyperlinks_on_their_words() -> None:
+    from ocr_engine.extract import extract_document
+    from ocr_engine.options import ExtractOptions
+
+    options = ExtractOptions(ocr=OcrMode.never)
+    deck = extract_document(_deck(), source="ferry.pptx", options=options)
+    assert deck.page_count == 2, "the notes pages are not pages of their own"
+    first = deck.pages[0].blocks
+    heading = next(b for b in first if b.text == "Speaker notes")
+    assert (heading.type, heading.level) == (BlockType.section_header, 2)
+    notes = next(b for b in first if "07:15 ferry skips Inchmore" in b.text)
+    assert notes.type is BlockType.text and notes.bbox[1] > heading.bbox[1]
+    title = next(b for b in first if b.text == "Ferry timetable")
+    assert title.type is BlockType.title and title.bbox[3] < heading.bbox[1]
+    assert not any("Speaker notes" in b.text for b in deck.pages[1].blocks)
+    slide_links = [k for b in deck.pages[1].blocks for k in b.links]
+    assert [k.url for k in slide_links] == ["https://example.org/fares"]
+    web = b'<p>Tide times are on <a href="https://example.org/tides">the tide page</a>.</p>'
+    for data, name, url in [
+        (_linked_docx(), "berths.docx", "https://example.org/harbour-master"),
+        (web, "tides.html", "https://example.org/tides"),
+    ]:
+        document = extract_document(data, source=name, options=options)
+        block, link = next((b, k) for p in document.pages for b in p.blocks for k in b.links)
+        assert link.url == url
+        line = next(line for line in block.lines if "page" in line.text)
+        assert line.bbox[0] < link.bbox[0] < link.bbox[2] <= line.bbox[2] + 0.01
