@@ -6,13 +6,15 @@ shared storage (a worker's `--data-dir`, preferred when the file is there):
 
     url         GET {FOLIO_PUBLIC_URL}/worker/documents/{sha256}.pdf?token=EXP.SIG
                 (the coordinator's stored copy; range requests; the token opens that one
-                document until EXP and nothing else)
+                document, and its structured JSON at `{sha256}.json`, until EXP and nothing
+                else)
     object_url  s3://bucket/prefix/{sha256}.pdf (FOLIO_OBJECT_STORE_URL: the coordinator
                 uploads each stored copy there once)
 
 A token is `EXP.SIG`: EXP unix seconds, SIG the unpadded base64url HMAC-SHA256, under a key kept
 in `DATA_DIR/doc_tokens.key` (made once, mode 0600), of `folio-doc-bytes\\n{sha256}\\n{EXP}`. Only
-the coordinator signs and checks them; a worker carries them.
+the coordinator signs and checks them; a worker carries them. A query replica, which holds no
+unit, asks the coordinator for one with the API key (`POST /worker/tokens/{sha256}`: a `DocToken`).
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ from ingest.records import is_doc_id
 from ocr_engine.errors import BadInputError
 
 __all__ = [
+    "TOKENS_PATH",
     "TOKEN_FILE",
     "WORKER_PATH",
     "DocAddress",
     "DocSources",
+    "DocToken",
     "DocTokens",
     "NoReaderError",
     "TokenRefusedError",
@@ -52,6 +56,7 @@ log = logging.getLogger(__name__)
 
 TOKEN_FILE = "doc_tokens.key"
 WORKER_PATH = "/worker/documents/"
+TOKENS_PATH = "/worker/tokens/"
 _LABEL = b"folio-doc-bytes"
 
 
@@ -77,9 +82,16 @@ class DocAddress(BaseModel):
     object_url: str | None = Field(default=None, description="s3://bucket/key")
 
 
-def bytes_path(doc_id: str) -> str:
-    """The path of the coordinator's route for a stored copy."""
-    return f"{WORKER_PATH}{doc_id}.pdf"
+class DocToken(BaseModel):
+    """A token for one document's stored copy and JSON, as the coordinator gives it a replica."""
+
+    token: str = Field(description="EXP.SIG: send it as ?token= to /worker/documents/")
+    expires: int = Field(description="unix seconds after which it no longer opens them")
+
+
+def bytes_path(doc_id: str, suffix: str = ".pdf") -> str:
+    """The path of the coordinator's route for a stored copy (or, `.json`, its structured JSON)."""
+    return f"{WORKER_PATH}{doc_id}{suffix}"
 
 
 def redact_url(url: str) -> str:

@@ -108,9 +108,10 @@ class DocCache:
         return self.path(doc_id)
 
     def _evict(self, keep: str) -> None:
+        """Least recently used first, past `max_bytes`: stored copies and a replica's JSON."""
         with self._lock:
             files = []
-            for path in self.root.glob("*.pdf"):
+            for path in [*self.root.glob("*.pdf"), *self.root.glob("*.json")]:
                 with contextlib.suppress(FileNotFoundError):
                     stat = path.stat()
                     files.append((stat.st_mtime_ns, stat.st_size, path))
@@ -118,7 +119,7 @@ class DocCache:
             for _, size, path in sorted(files):
                 if total <= self.max_bytes:
                     break
-                if path.stem == keep:
+                if path.name.split(".")[0] == keep:
                     continue
                 path.unlink(missing_ok=True)
                 total -= size
@@ -167,7 +168,7 @@ class DocFetcher:
                 said = str(exc)
                 tried.append(said if said.startswith(where) else f"{where} ({said})")
                 continue
-            log.info("fetched %s (%d bytes) from %s", name, address.size, where)
+            log.info("fetched %s (%d bytes) from %s", name, path.stat().st_size, where)
             return path
         raise NoReaderError(f"cannot read {name} ({doc_id[:12]}): tried {'; '.join(tried)}. {_FIX}")
 

@@ -186,6 +186,13 @@ class DocumentFiles:
             raise UnknownDocumentError(doc_id)
         return path
 
+    def json_path(self, doc_id: str) -> Path:
+        """The finished document's JSON; raises UnknownDocumentError when there is none."""
+        path = self._path(doc_id, ".json")
+        if not path.exists():
+            raise UnknownDocumentError(doc_id)
+        return path
+
     def has_pdf(self, doc_id: str) -> bool:
         return self._path(doc_id, ".pdf").exists()
 

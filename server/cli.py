@@ -330,6 +330,13 @@ def serve(
     port: Annotated[int | None, typer.Option(help="(default 8000; env FOLIO_PORT)")] = None,
     ocr: Ocr = None,
     ocr_url: OcrUrl = None,
+    query_only: Annotated[
+        bool,
+        typer.Option(
+            "--query-only",
+            help="a query replica (FOLIO_QDRANT_URL, FOLIO_COORDINATOR_URL): no writes",
+        ),
+    ] = False,
 ) -> None:
     """Run the API (and the folder watcher with --watch)."""
     from server.app import create_app
@@ -339,6 +346,14 @@ def serve(
     settings = load_settings(
         data_dir=data_dir, watch_dir=watch, host=host, port=port, ocr=ocr, ocr_url=ocr_url
     )
+    if query_only:
+        from server.replica import ReplicaConfigError, serve_replica
+
+        try:
+            return serve_replica(settings)
+        except ReplicaConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
     services = open_services(settings, "serve")
     services.lock.announce(local_url(settings.host, settings.port))
     services.embedder.embed_query("warm up")

@@ -12,7 +12,8 @@ from fastapi import Depends, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 
-from ingest.doc_ids import AmbiguousDocIdError, DocIdError, resolve_doc_id
+from ingest.doc_ids import AmbiguousDocIdError, DocIdError
+from ingest.failures import SourceGoneError
 from ingest.records import DocumentRecord, UnknownDocumentError, is_doc_id
 from ocr_engine.errors import FolioError
 from ocr_engine.geometry import Box
@@ -21,6 +22,7 @@ from retrieval.schema import DOC_ID_PATTERN
 from server.pages import PageOutOfRangeError, PageRenderer, Render, Stack, UnrenderablePageError
 from server.services import Services
 from server.settings import Settings
+from server.shelf import Answering, Shelved
 
 __all__ = [
     "DOC_ID_PATTERN",
@@ -28,14 +30,15 @@ __all__ = [
     "DocId",
     "Links",
     "PageNumber",
+    "QuerySvc",
     "Renderer",
     "Svc",
     "error_response",
     "get_links",
     "get_renderer",
     "get_services",
-    "page_record_or_404",
     "page_renderer",
+    "page_shelved_or_404",
     "png_response",
     "record_or_404",
     "render_dpi",
@@ -68,12 +71,20 @@ def get_services(request: Request) -> Services:
 Svc = Annotated[Services, Depends(get_services)]
 
 
-def resolved_doc_id(svc: Services, text: str) -> str:
+def get_answering(request: Request) -> Answering:
+    """The running folio as the answer and page routes see it: a coordinator or a replica."""
+    svc: Answering = request.app.state.services
+    return svc
+
+
+QuerySvc = Annotated[Answering, Depends(get_answering)]
+
+
+def resolved_doc_id(svc: Answering, text: str) -> str:
     """The full id `text` names (itself, or the one document whose id it begins), or the API
     error that says why there is none: 422 malformed, 409 ambiguous (naming them), 404."""
     try:
-        removed = [] if len(text) >= 64 else [(t.doc_id, t.path) for t in _tombstones(svc)]
-        return resolve_doc_id(svc.ledger, text, removed=removed)
+        return svc.shelf.resolve(text)
     except DocIdError as exc:
         raise ApiError(422, "invalid_doc_id", str(exc)) from None
     except AmbiguousDocIdError as exc:
@@ -82,12 +93,8 @@ def resolved_doc_id(svc: Services, text: str) -> str:
         raise ApiError(404, "unknown_document", f"no document id begins with {text!r}") from None
 
 
-def _tombstones(svc: Services) -> list[Any]:
-    return list(svc.ledger.tombstones.all())
-
-
 def _doc_id(
-    svc: Svc,
+    svc: QuerySvc,
     doc_id: Annotated[
         str,
         PathParam(
@@ -137,19 +144,24 @@ def record_or_404(svc: Services, doc_id: str) -> DocumentRecord:
         raise ApiError(404, "unknown_document", f"no document with id {doc_id!r}") from None
 
 
-def page_record_or_404(svc: Services, doc_id: str, n: int) -> DocumentRecord:
-    """The document's record when it has a page `n`."""
-    record = record_or_404(svc, doc_id)
-    if not 1 <= n <= record.pages:
+def page_shelved_or_404(svc: Answering, doc_id: str, n: int) -> Shelved:
+    """The document's name and page count when it has a page `n`."""
+    if not is_doc_id(doc_id):
+        raise ApiError(422, "invalid_doc_id", "a document id is 64 lowercase hex characters")
+    try:
+        shelved = svc.shelf.about(doc_id)
+    except UnknownDocumentError:
+        raise ApiError(404, "unknown_document", f"no document with id {doc_id!r}") from None
+    if not 1 <= n <= shelved.pages:
         raise ApiError(
             404,
             "page_out_of_range",
-            f"page {n} is out of range: {record.source} has {record.pages} pages",
+            f"page {n} is out of range: {shelved.source} has {shelved.pages} pages",
         )
-    return record
+    return shelved
 
 
-def render_dpi(svc: Services, dpi: int | None, default: int) -> int:
+def render_dpi(svc: Answering, dpi: int | None, default: int) -> int:
     """The resolution asked for (or `default`), refused above the configured maximum."""
     use_dpi = dpi or default
     if use_dpi > svc.settings.max_render_dpi:
@@ -191,12 +203,14 @@ def rendering_errors(doc_id: str, bad_value_code: str) -> Iterator[None]:
         raise ApiError(404, "unknown_document", f"no PDF stored for {doc_id!r}") from None
     except UnrenderablePageError as exc:
         raise ApiError(422, "page_not_renderable", str(exc)) from None
+    except SourceGoneError as exc:  # a replica that reaches no copy of the document
+        raise ApiError(503, "document_unreachable", str(exc)) from None
     except ValueError as exc:
         raise ApiError(422, bad_value_code, str(exc)) from None
 
 
 def page_png(
-    svc: Services,
+    svc: Answering,
     renderer: PageRenderer,
     pdf: Path,
     n: int,

@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ingest.events import EventHub, EventKind, IngestEvent
 from server.services import Services
+from server.shelf import Answering
 
 __all__ = ["QUERY_ROUTES", "Metrics", "MetricsMiddleware", "router"]
 
@@ -39,13 +40,24 @@ router = APIRouter()
 
 
 class _StateCollector(Collector):
-    """Gauges read at scrape time from the ledger and the index."""
+    """Gauges read at scrape time from the ledger (a coordinator's) and the index."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Answering) -> None:
         self.services = services
 
     def collect(self) -> Iterator[Metric]:
-        ledger = self.services.ledger
+        if isinstance(self.services, Services):
+            yield from self._ledger(self.services)
+        try:
+            points = self.services.store.count()
+        except Exception as exc:  # a dead index server must not break the scrape
+            log.warning("metrics: cannot count index points: %s", exc)
+            return
+        yield GaugeMetricFamily("folio_index_points", "chunks in the index", value=points)
+
+    @staticmethod
+    def _ledger(services: Services) -> Iterator[Metric]:
+        ledger = services.ledger
         docs = GaugeMetricFamily("folio_documents", "documents in the ledger", labels=["status"])
         for doc_status, n in ledger.status_totals().items():
             docs.add_metric([doc_status.value], n)
@@ -56,18 +68,12 @@ class _StateCollector(Collector):
         for (status, engine), n in sorted(ledger.page_totals().items()):
             pages.add_metric([status, engine], n)
         yield pages
-        try:
-            points = self.services.store.count()
-        except Exception as exc:  # a dead index server must not break the scrape
-            log.warning("metrics: cannot count index points: %s", exc)
-            return
-        yield GaugeMetricFamily("folio_index_points", "chunks in the index", value=points)
 
 
 class Metrics:
     """The registry of one app and the instruments the middleware and event hub feed."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Answering) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.http_requests = Counter(

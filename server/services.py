@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from ingest.doc_bytes import DocSources, DocTokens
 from ingest.embed_cache import EMBED_CACHE_FILE, EmbeddingCache
@@ -13,6 +15,8 @@ from ingest.page_cache import PAGE_CACHE_FILE, SqlitePageCache
 from ingest.passwords import PASSWORDS_FILE
 from ingest.pipeline import IngestOptions, Ingestor
 from ingest.sync import Sync
+from ocr_engine.schema import Page
+from retrieval.card_map import DocumentCatalog
 from retrieval.doc_names import NamedDocuments
 from retrieval.edge_store import EdgeStore
 from retrieval.embed_service import EmbedServiceOptions, HttpEmbedder
@@ -31,6 +35,7 @@ from retrieval.sentence_fill import SentenceFill
 from retrieval.store import VectorStore
 from server.datadir import DataDirLock
 from server.settings import Settings
+from server.shelf import LedgerShelf
 
 VLLM_WAVES_PER_WINDOW = 8
 SENTENCE_CACHE_FILE = "sentence_cache.sqlite3"
@@ -48,6 +53,11 @@ class Services:
     sync: Sync
     retriever: Retriever
     lock: DataDirLock
+
+    @property
+    def shelf(self) -> LedgerShelf:
+        """The documents as the answer and page routes read them: the ledger and its files."""
+        return LedgerShelf(self.ledger, self.files)
 
     def close(self) -> None:
         try:
@@ -119,26 +129,34 @@ def open_store(settings: Settings, dim: int, *, model: str | None = None) -> Vec
     )
 
 
+class PageSource(Protocol):
+    """Where the documents' JSON is read a page at a time (`DocumentFiles`, a replica's shelf)."""
+
+    def page(self, doc_id: str, number: int) -> Page: ...
+
+
 def build_retriever(
     settings: Settings,
     embedder: Embedder,
     store: VectorStore,
-    ledger: Ledger,
-    files: DocumentFiles | None = None,
+    catalog: DocumentCatalog,
+    files: PageSource | None = None,
+    *,
+    sentence_cache: Path | None = None,
 ) -> Retriever:
     """The one search of a running folio: what `POST /query`, `folio query`, MCP and LlamaIndex's
-    `FolioRetriever` all use (documents a question names come from the ledger; table cells, and
-    the figures and tables that cited titles name, boxed from the documents' JSON, given
-    `files`; re-ranked as FOLIO_RERANK says, answer candidates judged as FOLIO_ANSWER_JUDGE
-    says; answer sentences' vectors kept in DATA_DIR/sentence_cache.sqlite3, the last questions'
-    in memory)."""
+    `FolioRetriever` all use (documents a question names come from `catalog`: the ledger, or a
+    replica's card map; table cells, and the figures and tables that cited titles name, boxed
+    from the documents' JSON, given `files`; re-ranked as FOLIO_RERANK says, answer candidates
+    judged as FOLIO_ANSWER_JUDGE says; answer sentences' vectors kept in `sentence_cache`
+    (DATA_DIR/sentence_cache.sqlite3 unless given), the last questions' in memory)."""
     rerank = settings.rerank_options()
     judge = settings.rerank_options(settings.answer_judge)
-    cache = EmbeddingCache(settings.data_dir / SENTENCE_CACHE_FILE)
+    cache = EmbeddingCache(sentence_cache or settings.data_dir / SENTENCE_CACHE_FILE)
     return Retriever(
         RememberingEmbedder(embedder, cache),
         store,
-        names=NamedDocuments(ledger.named),
+        names=NamedDocuments(catalog.named),
         dense_sentences=settings.answer_dense_sentences,
         layout=PageLayouts(files.page) if files is not None else None,
         reranker=build_reranker(rerank) if rerank is not None else None,

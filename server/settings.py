@@ -153,10 +153,20 @@ class Settings(BaseSettings):
         "workers (endpoint and credentials from the AWS_* variables); unset: none",
     )
     worker_cache_dir: Path | None = Field(
-        default=None, description="a worker's cache of fetched documents; unset: a temporary one"
+        default=None,
+        description="a worker's (or query replica's) cache of fetched documents; unset: a "
+        "temporary one",
     )
     worker_cache_mb: int = Field(
         default=2048, ge=1, description="a worker's cache bound (least recently used go first)"
+    )
+    coordinator_url: str | None = Field(
+        default=None,
+        description="a query replica's coordinator: tokens for stored copies and document JSON "
+        "come from it, and refused writes name it",
+    )
+    replica_poll_s: float = Field(
+        default=5.0, gt=0, le=3600, description="how often a query replica reads new cards"
     )
 
     embed_url: str | None = Field(
@@ -202,6 +212,7 @@ class Settings(BaseSettings):
         "embed_api_key",
         "broker_url",
         "public_url",
+        "coordinator_url",
         "object_store_url",
         "worker_cache_dir",
         "qdrant_shards",
@@ -240,7 +251,7 @@ class Settings(BaseSettings):
             return value.strip().lower()
         return _check_url(value)
 
-    @field_validator("public_url")
+    @field_validator("public_url", "coordinator_url")
     @classmethod
     def _public_url(cls, url: str | None) -> str | None:
         return _check_url(url) if url is not None else None

@@ -21,16 +21,18 @@ from server.openapi import install_openapi
 from server.routes.exports import router as exports_router
 from server.security import ApiKeyMiddleware
 from server.services import Services
+from server.shelf import Answering
 
 __all__ = ["QUERY_LIMITS", "install_api"]
 
 
-def install_api(app: FastAPI, services: Services) -> Metrics:
-    """Error shape, exports, metrics, OpenAPI and middleware on `app`; returns its metrics
-    (subscribe them to ingest events with `metrics.watch(services.events)` while it runs)."""
+def install_api(app: FastAPI, services: Answering) -> Metrics:
+    """Error shape, exports (a coordinator's), metrics, OpenAPI and middleware on `app`; returns
+    its metrics (subscribe them to ingest events with `metrics.watch(services.events)`)."""
     settings = services.settings
     install_error_handlers(app)
-    app.include_router(exports_router, tags=["exports"])
+    if isinstance(services, Services):  # a query replica holds no ledger to export from
+        app.include_router(exports_router, tags=["exports"])
     app.include_router(metrics_router, tags=["metrics"])
     install_openapi(app, settings)
     metrics = Metrics(services)

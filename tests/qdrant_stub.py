@@ -1,13 +1,17 @@
-"""A Qdrant REST stub on loopback that records what a client asks: collection creation (with its
-cluster parameters), payload indexes and writes (with their `ordering`). qdrant-client's local mode
-ignores shards, replicas and orderings, and no Qdrant server runs here; this is the REST surface
-`QdrantServerStore` uses to create a collection and write points, answered as Qdrant 1.16 does.
+"""A Qdrant REST server on loopback that records what a client asks: collection creation (with its
+cluster parameters), payload indexes and writes (with their `ordering`). No Qdrant server runs
+here; this is the REST surface `QdrantServerStore` uses, answered as Qdrant 1.16 does, with the
+points kept and searched by qdrant-client's local engine (upsert, delete, count, query with
+prefetch and fusion, scroll, retrieve, facet), so several processes can share one index through
+it as they would a Qdrant server. Shards, replicas and orderings are recorded, not enacted.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -31,7 +35,7 @@ class QdrantStub(ThreadedServer):
     def __init__(self) -> None:
         self.created: dict[str, dict[str, Any]] = {}
         self.writes: list[tuple[str, dict[str, str]]] = []
-        self.points: dict[str, int] = {}
+        self.engine = QdrantClient(location=":memory:")
         self._sock = _bind_loopback()
         app = Starlette(
             routes=[
@@ -41,6 +45,10 @@ class QdrantStub(ThreadedServer):
                 Route("/collections/{name}/points", self._upsert, methods=["PUT"]),
                 Route("/collections/{name}/points/delete", self._delete, methods=["POST"]),
                 Route("/collections/{name}/points/count", self._count, methods=["POST"]),
+                Route("/collections/{name}/points/query", self._query, methods=["POST"]),
+                Route("/collections/{name}/points/scroll", self._scroll, methods=["POST"]),
+                Route("/collections/{name}/points", self._retrieve, methods=["POST"]),
+                Route("/collections/{name}/facet", self._facet, methods=["POST"]),
             ]
         )
         self._listen(app, self._sock)
@@ -55,7 +63,16 @@ class QdrantStub(ThreadedServer):
     async def _collection(self, request: Request) -> JSONResponse:
         name = request.path_params["name"]
         if request.method == "PUT":
-            self.created[name] = await request.json()
+            if name in self.created:  # as Qdrant: two processes may race to create it
+                error = {"status": {"error": f"Collection `{name}` already exists!"}}
+                return JSONResponse(error, 409)
+            self.created[name] = body = await request.json()
+            made = qm.CreateCollection.model_validate(body)
+            self.engine.create_collection(
+                name,
+                vectors_config=made.vectors or {},
+                sparse_vectors_config=made.sparse_vectors,
+            )
             return _ok(True)
         if request.method == "PATCH":
             body = await request.json()
@@ -72,15 +89,65 @@ class QdrantStub(ThreadedServer):
         name = request.path_params["name"]
         body = await request.json()
         self.writes.append(("upsert", dict(request.query_params)))
-        self.points[name] = self.points.get(name, 0) + len(body.get("points", []))
+        self.engine.upsert(name, points=qm.PointsList.model_validate(body).points)
         return _ok({"operation_id": len(self.writes), "status": "completed"})
 
     async def _delete(self, request: Request) -> JSONResponse:
         self.writes.append(("delete", dict(request.query_params)))
+        body = await request.json()
+        selector: qm.PointsSelector = (
+            qm.FilterSelector.model_validate(body)
+            if "filter" in body
+            else qm.PointIdsList.model_validate(body)
+        )
+        self.engine.delete(request.path_params["name"], points_selector=selector)
         return _ok({"operation_id": len(self.writes), "status": "completed"})
 
     async def _count(self, request: Request) -> JSONResponse:
-        return _ok({"count": self.points.get(request.path_params["name"], 0)})
+        asked = qm.CountRequest.model_validate(await request.json())
+        found = self.engine.count(request.path_params["name"], count_filter=asked.filter)
+        return _ok({"count": found.count})
+
+    async def _query(self, request: Request) -> JSONResponse:
+        asked = qm.QueryRequest.model_validate(await request.json())
+        found = self.engine.query_points(
+            request.path_params["name"],
+            query=asked.query,
+            using=asked.using,
+            prefetch=asked.prefetch,
+            query_filter=asked.filter,
+            limit=asked.limit or 10,
+            with_payload=asked.with_payload if asked.with_payload is not None else True,
+        )
+        return _ok(found.model_dump(mode="json"))
+
+    async def _scroll(self, request: Request) -> JSONResponse:
+        asked = qm.ScrollRequest.model_validate(await request.json())
+        records, offset = self.engine.scroll(
+            request.path_params["name"],
+            scroll_filter=asked.filter,
+            limit=asked.limit or 10,
+            offset=asked.offset,
+            with_payload=asked.with_payload if asked.with_payload is not None else True,
+        )
+        points = [r.model_dump(mode="json") for r in records]
+        return _ok({"points": points, "next_page_offset": offset})
+
+    async def _retrieve(self, request: Request) -> JSONResponse:
+        asked = qm.PointRequest.model_validate(await request.json())
+        records = self.engine.retrieve(request.path_params["name"], ids=asked.ids)
+        return _ok([r.model_dump(mode="json") for r in records])
+
+    async def _facet(self, request: Request) -> JSONResponse:
+        asked = qm.FacetRequest.model_validate(await request.json())
+        found = self.engine.facet(
+            request.path_params["name"],
+            key=asked.key,
+            facet_filter=asked.filter,
+            limit=asked.limit or 10,
+            exact=bool(asked.exact),
+        )
+        return _ok(found.model_dump(mode="json"))
 
     @staticmethod
     def _info(created: dict[str, Any]) -> dict[str, Any]:

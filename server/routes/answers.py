@@ -33,6 +33,7 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from ingest.doc_ids import FULL
+from ingest.failures import SourceGoneError
 from retrieval.generate import (
     AnswerEvent,
     CitationsEvent,
@@ -45,7 +46,7 @@ from retrieval.generate import (
 from retrieval.links import LinkSigner, sign_citations, sign_response
 from retrieval.schema import QueryRequest, QueryResponse
 from retrieval.search import InvalidQueryError, Ranked
-from server.deps import ApiError, Links, Svc, resolved_doc_id
+from server.deps import ApiError, Links, QuerySvc, resolved_doc_id
 from server.shutdown import StoppableStream
 
 __all__ = ["router"]
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["answers"])
 
 
-def _resolved(req: QueryRequest, svc: Svc) -> QueryRequest:
+def _resolved(req: QueryRequest, svc: QuerySvc) -> QueryRequest:
     """The request with each document id prefix of its filter resolved to the full id (a 409
     for a prefix several ids share, a 404 for one none begins)."""
     if not req.doc_ids or all(len(d) == FULL for d in req.doc_ids):
@@ -64,11 +65,13 @@ def _resolved(req: QueryRequest, svc: Svc) -> QueryRequest:
     return req.model_copy(update={"doc_ids": ids})
 
 
-async def _hits(req: QueryRequest, svc: Svc) -> Ranked:
+async def _hits(req: QueryRequest, svc: QuerySvc) -> Ranked:
     try:
         return await question_hits(svc.retriever, req)
     except InvalidQueryError as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
+    except SourceGoneError as exc:  # a replica that reaches no copy of a document's JSON
+        raise ApiError(503, "document_unreachable", str(exc)) from None
 
 
 def _sse(kind: str, data: str) -> str:
@@ -92,13 +95,15 @@ def _event_text(event: AnswerEvent, links: LinkSigner | None) -> str:
 
 
 @router.post("/query")
-async def query(req: QueryRequest, svc: Svc, links: Links) -> QueryResponse:
+async def query(req: QueryRequest, svc: QuerySvc, links: Links) -> QueryResponse:
     """Search, then answer from the hits: generated and checked with an LLM, else extractive."""
     req = _resolved(req, svc)
     try:
         response = await answer_query(svc.retriever, req, svc.settings.llm_options())
     except InvalidQueryError as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
+    except SourceGoneError as exc:  # a replica that reaches no copy of a document's JSON
+        raise ApiError(503, "document_unreachable", str(exc)) from None
     return sign_response(response, links)
 
 
@@ -107,7 +112,7 @@ async def query(req: QueryRequest, svc: Svc, links: Links) -> QueryResponse:
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "the answer as events"}},
 )
-async def query_stream(req: QueryRequest, svc: Svc, links: Links) -> StreamingResponse:
+async def query_stream(req: QueryRequest, svc: QuerySvc, links: Links) -> StreamingResponse:
     """As POST /query, streamed as server-sent events (the module docstring has the contract)."""
     req = _resolved(req, svc)
     hits = await _hits(req, svc)

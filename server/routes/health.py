@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from retrieval.sentence_fill import FillProgress
 from retrieval.store import StoreError
-from server.deps import Svc
+from server.deps import QuerySvc
 
 __all__ = ["Health", "router"]
 
@@ -28,11 +28,11 @@ class Health(BaseModel):
 
 
 @router.get("/health", responses={503: {"model": Health}})
-def health(svc: Svc, request: Request, response: Response) -> Health:
+def health(svc: QuerySvc, request: Request, response: Response) -> Health:
     """ok, or 503 with the reason when the index failed its latest write or cannot be read."""
     fill = getattr(request.app.state, "sentence_fill", None)
     sentences = fill.progress.model_copy() if fill is not None else None
-    documents = svc.ledger.count()
+    documents = svc.shelf.count()
     try:
         points = svc.store.count()
     except StoreError as exc:

@@ -20,10 +20,10 @@ from server.deps import (
     DocId,
     Links,
     PageNumber,
+    QuerySvc,
     Renderer,
-    Svc,
     page_png,
-    page_record_or_404,
+    page_shelved_or_404,
     png_response,
     render_dpi,
     rendering_errors,
@@ -90,7 +90,7 @@ def _crop_parts(value: str) -> list[Box]:
 def page_crop(
     doc_id: DocId,
     n: PageNumber,
-    svc: Svc,
+    svc: QuerySvc,
     renderer: Renderer,
     bbox: Annotated[
         str,
@@ -109,7 +109,7 @@ def page_crop(
     under the other; a cell highlighted in a row much wider than it is shown with its row's
     label and its column's headings only, the columns between left out, its text drawn at
     least MIN_LINE_PX high; `X-Folio-Render-Dpi` says the resolution used."""
-    page_record_or_404(svc, doc_id, n)
+    page_shelved_or_404(svc, doc_id, n)
     use_dpi = render_dpi(svc, dpi, min(CROP_DPI, svc.settings.max_render_dpi))
     try:
         parts = _crop_parts(bbox)
@@ -117,7 +117,7 @@ def page_crop(
     except ValueError as exc:
         raise ApiError(422, "invalid_highlight", str(exc)) from None
     with rendering_errors(doc_id, "invalid_bbox"):
-        pdf = svc.files.pdf_path(doc_id)
+        pdf = svc.shelf.pdf_path(doc_id)
         regions = _with_margins(parts, margin)
         lines = renderer.text_lines(pdf, n)
         if margin > 0:  # a margin asked for is a margin of whole lines; 0 is the box itself
@@ -138,10 +138,10 @@ def page_crop(
         return png_response(stacked(rows), boxes)
 
 
-def _stored_page(svc: Svc, doc_id: str, n: int) -> Page | None:
+def _stored_page(svc: QuerySvc, doc_id: str, n: int) -> Page | None:
     """Page `n` of the document's JSON (its table cells), or None while there is none."""
     try:
-        return svc.files.page(doc_id, n)
+        return svc.shelf.page(doc_id, n)
     except (UnknownDocumentError, KeyError, OSError, ValueError):
         return None
 
@@ -172,22 +172,24 @@ def _readable_dpi(cell: Box, lines: list[Box]) -> int:
 def page_image(
     doc_id: DocId,
     n: PageNumber,
-    svc: Svc,
+    svc: QuerySvc,
     renderer: Renderer,
     highlight: Annotated[str | None, Query(max_length=4000)] = None,
     dpi: Annotated[int | None, Query(ge=36)] = None,
 ) -> Response:
     """Page `n` as PNG with `highlight` boxes drawn; a page too large for the dpi within
     FOLIO_MAX_RENDER_PIXELS is rendered at less, said in `X-Folio-Render-Dpi`."""
-    page_record_or_404(svc, doc_id, n)
-    return page_png(svc, renderer, svc.files.pdf_path(doc_id), n, dpi, highlight, doc_id)
+    page_shelved_or_404(svc, doc_id, n)
+    with rendering_errors(doc_id, "invalid_highlight"):
+        pdf = svc.shelf.pdf_path(doc_id)
+    return page_png(svc, renderer, pdf, n, dpi, highlight, doc_id)
 
 
 @router.get("/documents/{doc_id}/pages/{n}/view", response_class=HTMLResponse)
 def page_view(
     doc_id: DocId,
     n: PageNumber,
-    svc: Svc,
+    svc: QuerySvc,
     links: Links,
     highlight: Annotated[str | None, Query(max_length=4000)] = None,
     on: Annotated[int | None, Query(ge=1, description="the page the highlight is of")] = None,
@@ -197,7 +199,7 @@ def page_view(
     before and after, which keep the highlight for the page it is of (`on`, else this one); with
     an API key its links are signed (to expire with this page's own signed link), since the page
     is opened as a link."""
-    record = page_record_or_404(svc, doc_id, n)
+    record = page_shelved_or_404(svc, doc_id, n)
     try:
         boxes = parse_boxes(highlight)
     except ValueError as exc:
@@ -229,17 +231,21 @@ def page_view(
     return HTMLResponse(body)
 
 
-def _cited_marker(svc: Svc, doc_id: str, n: int, boxes: list[Box]) -> str:
+def _cited_marker(svc: QuerySvc, doc_id: str, n: int, boxes: list[Box]) -> str:
     """An empty element over the first highlight (placed in shares of the page, as the image
     scales), and the line that scrolls it into view once the image is in; "" without a box or
     the page's size."""
-    page = next((p for p in svc.ledger.pages(doc_id) if p.number == n), None)
-    if not boxes or page is None or page.width <= 0 or page.height <= 0:
+    if not boxes:
         return ""
+    with rendering_errors(doc_id, "invalid_highlight"):
+        size = svc.shelf.page_size(doc_id, n)
+    if size is None or size[0] <= 0 or size[1] <= 0:
+        return ""
+    width, height = size
     x0, y0, x1, y1 = boxes[0]
     place = (
-        f"left:{100 * x0 / page.width:.2f}%;top:{100 * y0 / page.height:.2f}%;"
-        f"width:{100 * (x1 - x0) / page.width:.2f}%;height:{100 * (y1 - y0) / page.height:.2f}%"
+        f"left:{100 * x0 / width:.2f}%;top:{100 * y0 / height:.2f}%;"
+        f"width:{100 * (x1 - x0) / width:.2f}%;height:{100 * (y1 - y0) / height:.2f}%"
     )
     return (
         f"<div id=cited style='position:absolute;{place}'></div>"

@@ -1,0 +1,121 @@
+"""What answers need of the indexed documents, behind one protocol: the coordinator's ledger, or a
+query replica's map of the index's card points.
+
+A `DocumentCatalog` gives doc_id -> `Named` (file name and card) of every document a question may
+name; `retrieval.doc_names.NamedDocuments` and the retriever read nothing else of the documents.
+The coordinator's `Ledger.named` is one; `CardMap.named` is the other, read from the index alone:
+each indexed document's card point (`retrieval.doc_card`, chunk id `card`) holds its file name
+and card, written by ingest with the same card the ledger keeps. So the coordinator and a replica
+name the same documents for the same index.
+
+A `CardMap` is filled at start and refreshed by `poll()`: when the index's point count changed,
+the documents' point counts are read (one facet) and the card of each new or changed document is
+fetched; every `full_s` all cards are read again (a document re-ingested with as many points as
+before). A document without a card point (an index written before cards) is named by its file
+name, read from one of its chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Protocol
+
+from retrieval.doc_card import CARD_CHUNK_ID
+from retrieval.doc_names import Named
+from retrieval.store import StoreError, VectorStore
+
+__all__ = ["CardMap", "CardPoller", "DocumentCatalog"]
+
+log = logging.getLogger(__name__)
+
+FULL_REFRESH_S = 600.0
+
+
+class DocumentCatalog(Protocol):
+    """The indexed documents a question may name: doc_id -> file name and card."""
+
+    def named(self) -> Mapping[str, Named]: ...
+
+
+class CardMap:
+    """doc_id -> `Named` of every document in `store`, from its card points (`DocumentCatalog`)."""
+
+    def __init__(self, store: VectorStore, *, full_s: float = FULL_REFRESH_S) -> None:
+        self.store = store
+        self.full_s = full_s
+        self._named: dict[str, Named] = {}
+        self._points: dict[str, int] = {}  # doc_id -> its points when its card was read
+        self._count = -1
+        self._full_at = 0.0
+        self._lock = threading.Lock()
+
+    def named(self) -> Mapping[str, Named]:
+        with self._lock:
+            return self._named
+
+    def poll(self) -> bool:
+        """Read what changed in the index since the last poll; True when the map changed.
+        StoreError when the index cannot be read (the map is kept as it was)."""
+        now = time.monotonic()
+        full = now >= self._full_at
+        count = self.store.count()
+        if count == self._count and not full:
+            return False
+        points = self.store.doc_ids()
+        known = {} if full else self._points
+        changed = [d for d, n in points.items() if known.get(d) != n]
+        read = {d: self._read(d) for d in changed}
+        with self._lock:
+            before = self._named
+            named = {d: read.get(d) or before[d] for d in points if d in read or d in before}
+            self._named = named
+        self._points = {d: n for d, n in points.items() if d in named}
+        self._count = count
+        if full:
+            self._full_at = now + self.full_s
+        moved = named != before
+        if moved:
+            log.info("the index holds %d documents (%d points)", len(named), count)
+        return moved
+
+    def _read(self, doc_id: str) -> Named:
+        """The document's name and card from its card point, else its name from a chunk."""
+        cards = self.store.get(doc_id, [CARD_CHUNK_ID])
+        if cards and cards[0].card is not None:
+            return Named(cards[0].source, cards[0].card)
+        chunks = self.store.chunks(doc_id)
+        if not chunks:
+            raise StoreError(f"document {doc_id[:12]} has points but none could be read")
+        return Named(chunks[0].source, None)
+
+
+class CardPoller:
+    """Polls a `CardMap` every `every_s` seconds in a thread until stopped; a failed poll is
+    logged and tried again at the next."""
+
+    def __init__(self, cards: CardMap, every_s: float) -> None:
+        self.cards = cards
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="card-poll", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.cards.poll()
+            except StoreError as exc:
+                log.warning(
+                    "cannot read the index's cards (tried again in %.0f s): %s", self.every_s, exc
+                )
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
