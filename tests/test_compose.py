@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -127,7 +128,10 @@ SCALE = {
     "embed",
     "folio-coordinator",
     "folio-worker",
+    "folio-query",
+    "folio-proxy",
 }
+NGINX = REPO_ROOT / "deploy" / "nginx-scale.conf"
 
 
 def _env_settings(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Settings:
@@ -146,7 +150,7 @@ def test_the_scale_profile_holds_a_queue_workers_a_qdrant_cluster_and_gpu_servic
     services = compose["services"]
     scale = {name for name, s in services.items() if "scale" in s.get("profiles", [])}
     assert scale == SCALE
-    for name in SCALE - {"folio-coordinator"}:
+    for name in SCALE - {"folio-proxy"}:
         assert "ports" not in services[name], f"{name} publishes a port"
     nodes = [services[f"qdrant-{i}"] for i in (1, 2, 3)]
     for i, node in enumerate(nodes, start=1):
@@ -189,3 +193,60 @@ def test_the_coordinator_and_workers_point_at_the_scale_services(
     assert worker["FOLIO_BROKER_URL"] == coordinator["environment"]["FOLIO_BROKER_URL"]
     data = next(v for v in coordinator["volumes"] if v.endswith(":/data"))
     assert services["folio-worker"]["volumes"] == [f"{data}:ro"]
+
+
+def _nginx_routes() -> tuple[dict[str, str], dict[str, list[str]]]:
+    """deploy/nginx-scale.conf read: each location's upstream, and each upstream's servers."""
+    text = NGINX.read_text(encoding="utf-8")
+    text = re.sub(r"#[^\n]*", "", text)
+    routes = {
+        where.strip(): upstream
+        for where, upstream in re.findall(
+            r"location\s+([^{]+?)\s*\{[^}]*?proxy_pass\s+http://([\w-]+);", text
+        )
+    }
+    upstreams = {
+        name: re.findall(r"server\s+([\w.-]+:\d+)", body)
+        for name, body in re.findall(r"upstream\s+([\w-]+)\s*\{([^}]*)\}", text)
+    }
+    return routes, upstreams
+
+
+def test_query_replicas_answer_behind_the_proxy_and_the_rest_goes_to_the_coordinator(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = compose["services"]
+    proxy, query = services["folio-proxy"], services["folio-query"]
+    assert proxy["ports"] == ["${FOLIO_PUBLISHED_PORT:-8000}:80"]
+    assert f"./{NGINX.relative_to(REPO_ROOT)}:/etc/nginx/conf.d/default.conf:ro" in proxy["volumes"]
+    assert set(proxy["depends_on"]) == {"folio-coordinator", "folio-query"}
+    routes, upstreams = _nginx_routes()
+    served_by = {name: servers[0].split(":")[0] for name, servers in upstreams.items()}
+    assert set(served_by.values()) == {"folio-query", "folio-coordinator"}
+    for servers in upstreams.values():
+        assert servers[0].split(":")[1] == "8000"  # where `folio serve` listens in the image
+    replicas = {where for where, upstream in routes.items() if served_by[upstream] == "folio-query"}
+    assert replicas == {
+        "= /query",
+        "= /query/stream",
+        "~ ^/documents/[^/]+/pages/",
+        "= /",
+        "/static/",
+    }
+    assert served_by[routes["/"]] == "folio-coordinator"  # uploads, documents, /worker/, ...
+    # a replica: `folio serve --query-only`, no volume, as many as FOLIO_QUERY_REPLICAS
+    assert query["entrypoint"][:4] == ["folio", "serve", "--query-only", "--host"]
+    assert "volumes" not in query
+    assert query["deploy"]["replicas"] == "${FOLIO_QUERY_REPLICAS:-2}"
+    coordinator_env = services["folio-coordinator"]["environment"]
+    env = query["environment"]
+    for name in ("FOLIO_API_KEY", "FOLIO_QDRANT_URL", "FOLIO_QDRANT_COLLECTION", "FOLIO_EMBED_URL",
+                 "FOLIO_EMBED_MODEL", "FOLIO_OBJECT_STORE_URL", "FOLIO_LLM_URL"):  # fmt: skip
+        assert env[name] == coordinator_env[name], name  # one index, one key for signed links
+    settings = _env_settings(env, monkeypatch)
+    assert settings.coordinator_url is not None
+    coordinator = urlsplit(settings.coordinator_url)
+    assert (coordinator.hostname, coordinator.port) == ("folio-coordinator", 8000)
+    assert settings.qdrant_url is not None
+    assert urlsplit(settings.qdrant_url).hostname in query["depends_on"]
+    assert query["healthcheck"]["test"][0] == "CMD"
