@@ -2,9 +2,10 @@
 
 LibreOffice renders each sheet as one page of its own size (`SinglePageSheets`), from the first
 used cell. Each such page gets the sheet's name as a title line above it (as a printed sheet's
-header says it). A sheet wider than an A4 landscape page is split by columns: each page shows the
-sheet's full height (so its header row at the top) with at most `MAX_COLS` columns, the row-label
-column repeated on the left when the first column holds labels. The column boundaries come from
+header says it). A sheet wider than an A3 landscape page is split by columns: each page shows the
+sheet's full height (so its header row at the top) with at most `MAX_COLS` columns within an A4
+landscape width, shared evenly between as few pages as that takes, the row-label column repeated
+on the left when the first column holds labels. The column boundaries come from
 the workbook's column widths scaled to the rendered width, and are checked against where the
 rendered cells' text lies; a sheet whose text does not fall in its columns is left whole.
 `SheetPage` records which table columns each page shows, so its table is matched with the right
@@ -24,8 +25,8 @@ __all__ = ["MAX_COLS", "PAGE_PT", "WIDE_PT", "lay_out_sheets"]
 
 log = logging.getLogger(__name__)
 
-WIDE_PT = 842.0  # a sheet wider than an A4 landscape page is split by columns
-PAGE_PT = 800.0  # the most a split page's columns span, row labels included
+WIDE_PT = 1191.0  # a sheet wider than an A3 landscape page is split by columns
+PAGE_PT = 842.0  # the most a split page's columns span (A4 landscape), row labels included
 MAX_COLS = 12  # the most columns a split page shows besides the row labels
 TITLE_PT = 26.0
 _LABELS_PT = 0.35 * PAGE_PT  # a first column wider than this is not repeated
@@ -70,22 +71,41 @@ def _labels(table: SourceTable, widths: list[float]) -> bool:
     return bool(values) and len(texts) >= 0.6 * len(values) and widths[0] <= _LABELS_PT
 
 
-def _bands(widths: list[float], labels: bool) -> list[list[int]]:
-    """Table columns per page: greedily as many as fit, at most `MAX_COLS`, labels repeated."""
-    start = 1 if labels else 0
-    room = PAGE_PT - (widths[0] if labels else 0.0)
+def _greedy(cols: list[int], widths: list[float], room: float) -> list[list[int]]:
     bands: list[list[int]] = []
     band: list[int] = []
     used = 0.0
-    for col in range(start, len(widths)):
+    for col in cols:
         if band and (used + widths[col] > room or len(band) >= MAX_COLS):
             bands.append(band)
             band, used = [], 0.0
         band.append(col)
         used += widths[col]
-    if band:
-        bands.append(band)
-    return [([0] if labels else []) + b for b in bands]
+    return [*bands, band] if band else bands
+
+
+def _even(cols: list[int], widths: list[float], count: int) -> list[list[int]]:
+    """`cols` cut into `count` bands of about equal width."""
+    share = sum(widths[c] for c in cols) / count
+    bands: list[list[int]] = [[]]
+    done = 0.0
+    for col in cols:
+        if bands[-1] and done + widths[col] / 2 > share * len(bands) and len(bands) < count:
+            bands.append([])
+        bands[-1].append(col)
+        done += widths[col]
+    return bands
+
+
+def _bands(widths: list[float], labels: bool) -> list[list[int]]:
+    """Table columns per page: as few pages as fit `PAGE_PT` and `MAX_COLS`, the columns
+    shared evenly between them (no page a sliver), the row labels repeated on each."""
+    cols = list(range(1 if labels else 0, len(widths)))
+    room = PAGE_PT - (widths[0] if labels else 0.0)
+    greedy = _greedy(cols, widths, room)
+    even = _even(cols, widths, len(greedy))
+    fits = all(len(b) <= MAX_COLS and sum(widths[c] for c in b) <= room for b in even)
+    return [([0] if labels else []) + b for b in (even if fits else greedy)]
 
 
 def _columns(
