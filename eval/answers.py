@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval import answer_variants
 from eval.answer_match import FORMATS, format_in, gold_numbers, numbers_in
 from eval.answer_sets import (
     Asked,
@@ -57,7 +58,6 @@ from eval.answer_sets import (
     user_questions,
     wrong_doc_requests,
 )
-from eval.retrieval_index import EMBEDDERS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -285,6 +285,7 @@ def _run_index(
     )
     log.info("%s: %d PDFs, %d pages (%s)", name, len(pdfs), index.pages, index.directory)
     services = index.services
+    answer_variants.apply(services, args)
     try:
         # the split's files, indexed or not: a question on a file the ingest failed is asked too
         stems = {p.stem for p in pdfs}
@@ -342,12 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="a finished index <dataset>-<split>-<key> to query whatever its key (repeatable)",
     )
-    parser.add_argument(
-        "--embedder",
-        choices=tuple(EMBEDDERS),
-        default=next(iter(EMBEDDERS)),
-        help="the chunk embedder the indexes are built and queried with (default: the product's)",
-    )
+    answer_variants.add_arguments(parser)
     parser.add_argument("--user-questions", type=Path, default=USER_QUESTIONS)
     parser.add_argument("--results", type=Path, help="default .bench/results/answers-<split>.json")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -388,9 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.ocr != "auto":
         command += f" --ocr {args.ocr}"
     command += "".join(f" --index {p}" for p in args.index)
-    default_embedder = args.embedder == next(iter(EMBEDDERS))
-    if not default_embedder:
-        command += f" --embedder {args.embedder}"
+    variant = answer_variants.label(args)
+    command += f" {variant}" if variant else ""
     print(table(by_split))
     print()
     for note in notes:
@@ -400,13 +395,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"- user questions: none ({args.user_questions} absent)")
     print(f"\ncommand: {command}")
-    suffix = "" if default_embedder else f"-{args.embedder}"
+    suffix = answer_variants.suffix(args)
     path = args.results or Path(".bench/results") / f"answers-{args.split}{suffix}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     out = {"command": command, "figures": by_split, "indexes": notes, "questions": records}
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"results: {path}")
-    if not args.limit_docs and not args.dataset and args.results is None and default_embedder:
+    if not args.limit_docs and not args.dataset and args.results is None and not variant:
         _record(by_split, command, notes)
     return 0
 

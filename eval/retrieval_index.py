@@ -52,6 +52,15 @@ def _bge_small() -> Any:
 EMBEDDERS = {"minilm": _minilm, "bge-small": _bge_small}
 
 
+def _recorded_embedder(directory: Path) -> Any:
+    """The embedder of EMBEDDERS that the index in `directory` records, if it records one."""
+    record = directory / "index" / "embedder.json"
+    if not record.is_file():
+        return None
+    model = json.loads(record.read_text()).get("model")
+    return next((e for e in (make() for make in EMBEDDERS.values()) if e.name == model), None)
+
+
 @dataclass
 class FolioIndex:
     services: Any  # server.services.Services
@@ -102,6 +111,8 @@ def open_folio(
     from server.settings import Settings
 
     inner = EMBEDDERS[embedder_name]()
+    if existing is not None:  # the embedder the finished index was built with, whatever was asked
+        inner = _recorded_embedder(existing) or inner
     embedder = CachedEmbedder(inner, work / "embeddings.sqlite3")
     directory = existing or work / _folio_key(corpus, ocr, max_tokens, inner.name, figure_ocr)
     if existing is not None and not (existing / _DONE).is_file():
