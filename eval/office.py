@@ -3,7 +3,8 @@
 Per format: text conserved (letters and digits of the ground truth's texts and cells found in
 folio's JSON, as a multiset), headings and list items found with the right type (by their
 letters and digits), tables found (a folio table holding at least half of a ground-truth
-table's cell texts) and their cells found, and conversion seconds per rendered page.
+table's cell texts) and their cells found, web links found (a ground-truth text's http, https,
+mailto or ftp link among folio's block links, by URL), and conversion seconds per rendered page.
 `python -m eval office [--split tune|check|all] [--data ../shared/data] [--limit N]
 [--formats docx pptx ...]`: files of the split (`eval/splits.json`, `office`); rules come from
 `tune` files only.
@@ -27,6 +28,7 @@ from ocr_engine.schema import BlockType, Document
 
 FORMATS = OFFICE_FORMATS
 _HEADINGS = ("title", "section_header")
+_SCHEMES = ("http://", "https://", "mailto:", "ftp://")
 
 
 def _chars(texts: list[str]) -> Counter[str]:
@@ -62,6 +64,12 @@ def _score(document: Document, truth: dict[str, Any]) -> dict[str, float]:
         cells_found += best
         cells_all += len(keys)
     total = sum(want.values())
+    links = Counter(
+        str(t["hyperlink"])
+        for t in truth["texts"]
+        if str(t.get("hyperlink") or "").lower().startswith(_SCHEMES) and norm(t.get("text", ""))
+    )
+    got_links = Counter(k.url for b in blocks for k in b.links)
     return {
         "chars": total,
         "chars_found": sum(min(n, got[c]) for c, n in want.items()),
@@ -73,6 +81,8 @@ def _score(document: Document, truth: dict[str, Any]) -> dict[str, float]:
         "tables_found": tables_found,
         "cells": cells_all,
         "cells_found": cells_found,
+        "links": sum(links.values()),
+        "links_found": sum(min(n, got_links[u]) for u, n in links.items()),
     }
 
 
@@ -93,8 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     options = ExtractOptions(ocr=OcrMode.never)
     print(f"split: {args.split}")
-    print("| format | files | text conserved | headings | list items | tables | cells | s/page |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| format | files | text conserved | headings | list items | tables | cells | links "
+        "| s/page |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for fmt in args.formats:
         sources = [
             p
@@ -129,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{_share(sums['heads_found'], sums['heads'])} | "
             f"{_share(sums['items_found'], sums['items'])} | "
             f"{_share(sums['tables_found'], sums['tables'])} | "
-            f"{_share(sums['cells_found'], sums['cells'])} | {per_page} |"
+            f"{_share(sums['cells_found'], sums['cells'])} | "
+            f"{_share(sums['links_found'], sums['links'])} | {per_page} |"
         )
         for line in failed:
             print(f"  failed: {line}")
