@@ -76,21 +76,23 @@ def _try(data: bytes, password: str) -> bytes | None:
 
 def decrypt(data: bytes, name: str, password: str | None) -> bytes:
     """The file's plain bytes; `PasswordError` when no password, or a wrong one, is given."""
-    try:
-        if password is None:
-            opened = _try(data, _EXCEL_DEFAULT) if name.lower().endswith(".xls") else None
-            if opened is not None:
-                return opened
-            raise PasswordError(f"{name}: a password-protected Office file; {_needs(name)}")
-        opened = _try(data, password)
-    except PasswordError as exc:
-        raise PasswordError(
-            f"{name}: a password-protected Office file folio cannot decrypt ({exc}); save a "
-            "copy without a password"
-        ) from None
-    if opened is None:
-        raise PasswordError(
-            f"{name}: the password given does not open this password-protected Office file; "
-            f"{_needs(name)}"
-        )
-    return opened
+    tries = [password] if password is not None else []
+    if password is None and name.lower().endswith(".xls"):
+        tries = [_EXCEL_DEFAULT]  # a workbook only protected from writing opens without one
+    opened = None
+    for attempt in tries:
+        try:
+            opened = _try(data, attempt)
+        except PasswordError as exc:
+            raise PasswordError(
+                f"{name}: a password-protected Office file folio cannot decrypt ({exc}); save "
+                "a copy without a password"
+            ) from None
+    if opened is not None:
+        return opened
+    if password is None:
+        raise PasswordError(f"{name}: a password-protected Office file; {_needs(name)}")
+    raise PasswordError(
+        f"{name}: the password given does not open this password-protected Office file; "
+        f"{_needs(name)}"
+    )

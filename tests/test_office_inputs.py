@@ -218,3 +218,81 @@ def test_speaker_notes_under_their_slide_and_hyperlinks_on_their_words() -> None
         assert link.url == url
         line = next(line for line in block.lines if "page" in line.text)
         assert line.bbox[0] < link.bbox[0] < link.bbox[2] <= line.bbox[2] + 0.01
+
+
+_MACRO = """<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE script:module PUBLIC "-//OpenOffice.org//DTD OfficeDocument 1.0//EN" "module.dtd">
+<script:module xmlns:script="http://openoffice.org/2000/script" script:name="Module1"
+ script:language="StarBasic">
+Sub Seal(src As String, dst As String, filt As String, pw As String)
+  Dim a(0) As New com.sun.star.beans.PropertyValue
+  a(0).Name = &quot;Hidden&quot; : a(0).Value = True
+  d = StarDesktop.loadComponentFromURL(ConvertToURL(src), &quot;_blank&quot;, 0, a())
+  Dim b(1) As New com.sun.star.beans.PropertyValue
+  b(0).Name = &quot;FilterName&quot; : b(0).Value = filt
+  b(1).Name = &quot;Password&quot; : b(1).Value = pw
+  d.storeToURL(ConvertToURL(dst), b())
+  d.close(True)
+End Sub
+</script:module>
+"""
+
+
+def _sealed_by_libreoffice(tmp_path: Path, files: dict[str, tuple[bytes, str]]) -> dict[str, bytes]:
+    """Legacy files saved with a password by LibreOffice itself, as a user would (a Basic macro
+    in a profile of the test's own): name -> (source bytes, export filter)."""
+    import subprocess
+
+    soffice = shutil.which("soffice") or "soffice"
+    profile = tmp_path / "profile"
+    home = f"-env:UserInstallation={profile.as_uri()}"
+    subprocess.run([soffice, "--headless", home, "--terminate_after_init"], timeout=120)
+    (profile / "user" / "basic" / "Standard" / "Module1.xba").write_text(_MACRO)
+    sealed = {}
+    for name, (data, export) in files.items():
+        source = tmp_path / f"plain-{name}x"
+        source.write_bytes(data)
+        target = tmp_path / name
+        call = f'macro:///Standard.Module1.Seal("{source}","{target}","{export}","brine-7")'
+        subprocess.run([soffice, "--headless", "--norestore", home, call], timeout=120)
+        sealed[name] = target.read_bytes()
+    return sealed
+
+
+@needs_soffice
+def test_legacy_doc_and_xls_saved_with_a_password_are_detected_and_opened(
+    tmp_path: Path,
+) -> None:
+    import openpyxl
+
+    from ocr_engine.extract import extract_document
+    from ocr_engine.options import ExtractOptions
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["Lock", "Lift (m)"])
+    sheet.append(["Caen Hill", "72.3"])
+    sheet.append(["Tardebigge", "67.1"])
+    sheet.column_dimensions["A"].width = 20
+    workbook = io.BytesIO()
+    book.save(workbook)
+    sealed = _sealed_by_libreoffice(
+        tmp_path,
+        {
+            "log.doc": (_docx("Gate 4 leaks at high water."), "MS Word 97"),
+            "lifts.xls": (workbook.getvalue(), "MS Excel 97"),
+        },
+    )
+    options = ExtractOptions(ocr=OcrMode.never)
+    for name, data, evidence in [
+        ("log.doc", sealed["log.doc"], "Gate 4 leaks at high water."),
+        ("lifts.xls", sealed["lifts.xls"], "Tardebigge"),
+    ]:
+        assert check_office(data, name).encrypted
+        with pytest.raises(PasswordError, match=f"{name}: a password-protected Office file; put"):
+            render_pdf(data, name)
+        with pytest.raises(PasswordError, match="the password given does not open"):
+            render_pdf(data, name, password="brine-8")
+        document = extract_document(data, source=name, password="brine-7", options=options)
+        assert evidence in " ".join(b.text for p in document.pages for b in p.blocks)
