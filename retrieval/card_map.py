@@ -94,7 +94,7 @@ class CardMap:
 
 class CardPoller:
     """Polls a `CardMap` every `every_s` seconds in a thread until stopped; a failed poll is
-    logged and tried again at the next."""
+    logged and tried again at the next, the map kept as it was."""
 
     def __init__(self, cards: CardMap, every_s: float) -> None:
         self.cards = cards
@@ -110,7 +110,7 @@ class CardPoller:
         while not self._stop.wait(self.every_s):
             try:
                 self.cards.poll()
-            except StoreError as exc:
+            except Exception as exc:  # the index down, a point unreadable: the map is kept
                 log.warning(
                     "cannot read the index's cards (tried again in %.0f s): %s", self.every_s, exc
                 )

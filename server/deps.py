@@ -152,6 +152,8 @@ def page_shelved_or_404(svc: Answering, doc_id: str, n: int) -> Shelved:
         shelved = svc.shelf.about(doc_id)
     except UnknownDocumentError:
         raise ApiError(404, "unknown_document", f"no document with id {doc_id!r}") from None
+    except SourceGoneError as exc:  # a replica that reaches no copy to count the pages of
+        raise ApiError(503, "document_unreachable", str(exc)) from None
     if not 1 <= n <= shelved.pages:
         raise ApiError(
             404,

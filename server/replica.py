@@ -29,6 +29,7 @@ from retrieval.card_map import CardMap, CardPoller
 from retrieval.embed_service import HttpEmbedder
 from retrieval.embedder import Embedder
 from retrieval.search import Retriever
+from retrieval.sentence_cache import RememberingEmbedder
 from retrieval.store import VectorStore
 from server.deps import error_response, page_renderer
 from server.replica_docs import ReplicaDocs, ReplicaShelf
@@ -72,9 +73,9 @@ class Replica:
             self.store.close()
             if isinstance(self.embedder, HttpEmbedder):
                 self.embedder.close()
-            cache = getattr(self.retriever.embedder, "cache", None)
-            if cache is not None:
-                cache.close()
+            remembering = self.retriever.embedder
+            if isinstance(remembering, RememberingEmbedder) and remembering.cache is not None:
+                remembering.cache.close()
         finally:
             if self.temporary:
                 shutil.rmtree(self.cache_dir, ignore_errors=True)

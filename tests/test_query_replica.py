@@ -2,10 +2,11 @@
 
 Real processes on loopback: the coordinator (`folio serve`) and a replica started in a fresh
 temporary directory with only addresses (FOLIO_QDRANT_URL, FOLIO_COORDINATOR_URL, FOLIO_API_KEY),
-sharing one index through the Qdrant REST server of tests/qdrant_stub.py (points kept and searched
-by qdrant-client's engine; no Qdrant server runs here). A document ingested by the coordinator is
-answered by the replica with the same JSON, its citation links open page images on the replica,
-writes are refused naming the coordinator, and a document added later is answered after a poll.
+sharing one index through the Qdrant REST server of doubles/qdrant_stub.py (points kept and
+searched by qdrant-client's engine; no Qdrant server runs here). A document ingested by the
+coordinator is answered by the replica with the same JSON, its citation links open page images on
+the replica, writes are refused naming the coordinator, and a document added later is answered
+after a poll.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import httpx
 import pytest
 
 from doubles.loopback import free_port, sse_events
+from doubles.qdrant_stub import QdrantStub
 from tests.pdfgen import FACTS, fact_pdf, wide_table_pdf
-from tests.qdrant_stub import QdrantStub
 
 KEY = "replica-test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
