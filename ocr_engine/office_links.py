@@ -1,9 +1,10 @@
 """A source's hyperlinks, read from it and matched to the rendered page's words.
 
-Word hyperlinks (python-docx), PowerPoint run links (python-pptx) and HTML / Markdown `<a href>`
-give (text, url) pairs; a link whose text a line of the page holds becomes a `Link` on that
-line's block, its box the line's share that the text takes (by letters). Only web and mail links
-are kept (`http`, `https`, `mailto`, `ftp`); a link's text must have 3 letters or digits or more.
+Word hyperlinks (python-docx), PowerPoint run links (python-pptx), Excel cell links (openpyxl)
+and HTML / Markdown `<a href>` give (text, url) pairs; a link whose text a line of the page
+holds becomes a `Link` on that line's block, its box the line's share that the text takes (by
+letters). Only web and mail links are kept (`http`, `https`, `mailto`, `ftp`); a link's text
+must have 3 letters or digits or more.
 """
 
 from __future__ import annotations
@@ -65,6 +66,22 @@ def _pptx(data: bytes) -> list[tuple[str, str | None]]:
     return found
 
 
+_BOOK_BYTES = 10 << 20  # a larger workbook's links are not read (a full load reads every cell)
+
+
+def _xlsx(data: bytes) -> list[tuple[str, str | None]]:
+    import openpyxl
+
+    if len(data) > _BOOK_BYTES:
+        return []
+    book = openpyxl.load_workbook(io.BytesIO(data), data_only=True)  # read-only has no links
+    found: list[tuple[str, str | None]] = []
+    for sheet in book.worksheets:
+        for row in sheet.iter_rows():
+            found += [(str(c.value), c.hyperlink.target) for c in row if c.hyperlink is not None]
+    return found
+
+
 class _Anchors(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -94,7 +111,7 @@ def _web(data: bytes, kind: str) -> list[tuple[str, str | None]]:
     return parser.found
 
 
-_READERS: dict[str, Any] = {"docx": _docx, "pptx": _pptx}
+_READERS: dict[str, Any] = {"docx": _docx, "pptx": _pptx, "xlsx": _xlsx, "xlsm": _xlsx}
 
 
 def source_links(data: bytes, kind: str) -> list[SourceLink]:

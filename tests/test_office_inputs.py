@@ -106,6 +106,8 @@ def _wide_book() -> bytes:
     notes.append(["Plot", "Soil"])
     notes.append(["Plot 3", "clay over chalk"])
     notes.append(["Plot 5", "sandy loam"])
+    notes["A5"] = "Soil survey 2025"
+    notes["A5"].hyperlink = "https://example.org/soil-survey"
     notes.column_dimensions["B"].width = 24
     out = io.BytesIO()
     book.save(out)
@@ -143,6 +145,10 @@ def test_a_wide_sheet_is_split_by_columns_with_its_header_row_and_row_labels() -
     assert last.blocks[0].type is BlockType.title and last.blocks[0].text == "Field notes"
     table = next(b for b in last.blocks if b.type is BlockType.table)
     assert {c.text for c in table.cells} >= {"Soil", "clay over chalk", "Plot 5"}
+    links = [k for b in last.blocks for k in b.links]
+    assert [(k.text, k.url) for k in links] == [
+        ("Soil survey 2025", "https://example.org/soil-survey")
+    ]
 
 
 def _deck() -> bytes:
