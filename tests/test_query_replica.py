@@ -6,13 +6,16 @@ sharing one index through the Qdrant REST server of doubles/qdrant_stub.py (poin
 searched by qdrant-client's engine; no Qdrant server runs here). A document ingested by the
 coordinator is answered by the replica with the same JSON, its citation links open page images on
 the replica, writes are refused naming the coordinator, and a document added later is answered
-after a poll.
+after a poll. Where nginx is installed, the compose profile's deploy/nginx-scale.conf (its hosts
+put on loopback) sends answers, page images and the web page to the replica and the rest to the
+coordinator.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -28,6 +31,7 @@ from doubles.loopback import free_port, sse_events
 from doubles.qdrant_stub import QdrantStub
 from tests.pdfgen import FACTS, fact_pdf, wide_table_pdf
 
+NGINX_CONF = Path(__file__).parent.parent / "deploy" / "nginx-scale.conf"
 KEY = "replica-test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 _SIGNED = re.compile(r"[?&](?:exp|sig)=[^&\"]*")
@@ -228,3 +232,76 @@ def test_a_table_cell_is_boxed_from_the_json_the_replica_fetched(
     assert "11,452" in ours["answer"] and ours["citations"][0]["doc_id"] == doc_id
     # the cell's box came from the document's JSON, fetched from the coordinator with a token
     assert f"/worker/documents/{doc_id}.json?token=" in replica.log.read_text()
+
+
+def _served(folio: Folio, request: str) -> int:
+    """How many times the process's access log shows `request` ("POST /query")."""
+    return folio.log.read_text().count(f'"{request}')
+
+
+@pytest.fixture(scope="module")
+def proxy(pair: tuple[Folio, Folio], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """nginx with the compose profile's deploy/nginx-scale.conf, its hosts put on loopback."""
+    if shutil.which("nginx") is None:
+        pytest.skip("nginx is not installed (`make test` installs Debian's nginx-light)")
+    coordinator, replica = pair
+    root = tmp_path_factory.mktemp("nginx")
+    port = free_port()
+    site = (
+        NGINX_CONF.read_text(encoding="utf-8")
+        .replace("folio-query:8000", replica.url.removeprefix("http://"))
+        .replace("folio-coordinator:8000", coordinator.url.removeprefix("http://"))
+        .replace("listen 80;", f"listen 127.0.0.1:{port};")
+    )
+    (root / "site.conf").write_text(site, encoding="utf-8")
+    temp = " ".join(
+        f"{kind}_temp_path {root};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (root / "nginx.conf").write_text(
+        ("user root;\n" if os.geteuid() == 0 else "")
+        + f"daemon off;\npid {root}/nginx.pid;\nerror_log {root}/error.log;\nevents {{}}\n"
+        + f"http {{ access_log off; {temp} include {root}/site.conf; }}\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.Popen(["nginx", "-c", str(root / "nginx.conf"), "-p", str(root)])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/proxy-health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, root / "error.log"
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_the_proxy_sends_answers_and_pages_to_the_replica_and_the_rest_to_the_coordinator(
+    pair: tuple[Folio, Folio], proxy: str
+) -> None:
+    coordinator, replica = pair
+    before, uploads = _documents(replica), _served(coordinator, "POST /documents ")
+    tides = fact_pdf("Tide Tables", [("Tides", "The tide at Saint-Malo rises twelve metres.")])
+    doc_id = _ingest(Folio(coordinator.proc, proxy, coordinator.log), "tides.pdf", tides)
+    assert _served(coordinator, "POST /documents ") == uploads + 1  # the upload went there
+    _until_documents(replica, before + 1)
+    asked = _served(replica, "POST /query ")
+    answered = _served(coordinator, "POST /query ")
+    body = _ask(
+        Folio(replica.proc, proxy, replica.log), "How high does the tide rise at Saint-Malo?"
+    )
+    assert body["citations"][0]["doc_id"] == doc_id
+    assert _served(replica, "POST /query ") == asked + 1
+    assert _served(coordinator, "POST /query ") == answered
+    image = httpx.get(f"{proxy}{body['citations'][0]['page_image_url']}", timeout=60)
+    assert image.status_code == 200 and image.content.startswith(b"\x89PNG")
+    assert _served(replica, f"GET /documents/{doc_id}/pages/1.png") >= 1
+    listed = httpx.get(f"{proxy}/documents", headers=AUTH, timeout=30)
+    assert listed.status_code == 200 and doc_id in listed.text  # the coordinator's list
+    assert httpx.get(f"{proxy}/", timeout=30).status_code == 200
+    assert _served(replica, "GET / HTTP") >= 1
