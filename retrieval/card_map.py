@@ -9,10 +9,11 @@ and card, written by ingest with the same card the ledger keeps. So the coordina
 name the same documents for the same index.
 
 A `CardMap` is filled at start and refreshed by `poll()`: when the index's point count changed,
-the documents' point counts are read (one facet) and the card of each new or changed document is
-fetched; every `full_s` all cards are read again (a document re-ingested with as many points as
-before). A document without a card point (an index written before cards) is named by its file
-name, read from one of its chunks.
+or every `counts_s` (a document grown by what another lost), the documents' point counts are read
+(one facet) and the card of each new or changed document is fetched; every `full_s` all cards are
+read again (a document re-ingested with as many points as before); `on_change` is told the
+documents changed or gone (a replica drops their cached JSON). A document without a card point
+(an index written before cards) is named by its file name, read from one of its chunks.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from retrieval.doc_card import CARD_CHUNK_ID
@@ -32,6 +33,7 @@ __all__ = ["CardMap", "CardPoller", "DocumentCatalog"]
 log = logging.getLogger(__name__)
 
 FULL_REFRESH_S = 600.0
+COUNTS_S = 60.0
 
 
 class DocumentCatalog(Protocol):
@@ -43,13 +45,24 @@ class DocumentCatalog(Protocol):
 class CardMap:
     """doc_id -> `Named` of every document in `store`, from its card points (`DocumentCatalog`)."""
 
-    def __init__(self, store: VectorStore, *, full_s: float = FULL_REFRESH_S) -> None:
+    def __init__(
+        self,
+        store: VectorStore,
+        *,
+        full_s: float = FULL_REFRESH_S,
+        counts_s: float = COUNTS_S,
+        on_change: Callable[[list[str]], None] | None = None,
+    ) -> None:
         self.store = store
         self.full_s = full_s
+        self.counts_s = counts_s
+        self.on_change = on_change
+        """Told the documents a poll found changed (other points) or gone, not new ones."""
         self._named: dict[str, Named] = {}
         self._points: dict[str, int] = {}  # doc_id -> its points when its card was read
         self._count = -1
         self._full_at = 0.0
+        self._counts_at = 0.0
         self._lock = threading.Lock()
 
     def named(self) -> Mapping[str, Named]:
@@ -62,9 +75,10 @@ class CardMap:
         now = time.monotonic()
         full = now >= self._full_at
         count = self.store.count()
-        if count == self._count and not full:
+        if count == self._count and not full and now < self._counts_at:
             return False
         points = self.store.doc_ids()
+        self._counts_at = now + self.counts_s
         known = {} if full else self._points
         changed = [d for d, n in points.items() if known.get(d) != n]
         read = {d: self._read(d) for d in changed}
@@ -72,8 +86,15 @@ class CardMap:
             before = self._named
             named = {d: read.get(d) or before[d] for d in points if d in read or d in before}
             self._named = named
+        moved_ids = [
+            d
+            for d in before
+            if d not in points or points[d] != self._points.get(d) or named[d] != before[d]
+        ]
         self._points = {d: n for d, n in points.items() if d in named}
         self._count = count
+        if moved_ids and self.on_change is not None:
+            self.on_change(moved_ids)
         if full:
             self._full_at = now + self.full_s
         moved = named != before

@@ -166,6 +166,13 @@ class PageLayouts:
                 self._pages.popitem(last=False)
         return layout
 
+    def forget(self, doc_ids: list[str]) -> None:
+        """Drop the kept pages of these documents (read again: their JSON is new)."""
+        gone = set(doc_ids)
+        with self._lock:
+            for key in [k for k in self._pages if k[0] in gone]:
+                del self._pages[key]
+
     def cell_box(self, chunk: Chunk, line: ChunkLine, col: int) -> BBox | None:
         """The box of the cell in column `col` whose middle lies in the row `line` boxes."""
         layout = self._page(chunk.doc_id, line.page)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ from ocr_engine.errors import BadInputError
 from retrieval.card_map import CardMap, CardPoller
 from retrieval.embed_service import HttpEmbedder
 from retrieval.embedder import Embedder
+from retrieval.page_layout import PageLayouts
 from retrieval.search import Retriever
 from retrieval.sentence_cache import RememberingEmbedder
 from retrieval.store import VectorStore
@@ -102,8 +103,6 @@ def build_replica(settings: Settings, *, embedder: Embedder | None = None) -> Re
     embedder = embedder or build_embedder(settings)
     store = open_store(settings, embedder.dim, model=embedder.name)
     try:
-        cards = CardMap(store)
-        cards.poll()
         key = settings.api_key
         docs = ReplicaDocs(
             shared=shared,
@@ -113,6 +112,8 @@ def build_replica(settings: Settings, *, embedder: Embedder | None = None) -> Re
             api_key=key.get_secret_value() if key is not None else None,
             object_store_url=settings.object_store_url,
         )
+        cards = CardMap(store)
+        cards.poll()
     except BaseException:
         store.close()
         raise
@@ -120,6 +121,7 @@ def build_replica(settings: Settings, *, embedder: Embedder | None = None) -> Re
     retriever = build_retriever(
         settings, embedder, store, cards, shelf, sentence_cache=cache_dir / SENTENCE_CACHE_FILE
     )
+    cards.on_change = _forgetting(docs, retriever)
     return Replica(
         settings=settings,
         embedder=embedder,
@@ -131,6 +133,18 @@ def build_replica(settings: Settings, *, embedder: Embedder | None = None) -> Re
         cache_dir=cache_dir,
         temporary=temporary,
     )
+
+
+def _forgetting(docs: ReplicaDocs, retriever: Retriever) -> Callable[[list[str]], None]:
+    """What a replica does with documents the index says were read again or removed: their
+    cached JSON and the page layouts read from it are dropped."""
+
+    def forget(doc_ids: list[str]) -> None:
+        docs.forget(doc_ids)
+        if isinstance(retriever.layout, PageLayouts):
+            retriever.layout.forget(doc_ids)
+
+    return forget
 
 
 def create_query_app(replica: Replica) -> FastAPI:

@@ -96,6 +96,13 @@ class ReplicaDocs:
             self._fetch_json(doc_id)
         return self.cached.page(doc_id, number)
 
+    def forget(self, doc_ids: list[str]) -> None:
+        """Drop the cached JSON of documents the index says changed or were removed (a
+        document read again by the coordinator has new JSON under the same id)."""
+        for doc_id in doc_ids:
+            for suffix in (".json", ".pages.json"):
+                (self.cache.root / f"{doc_id}{suffix}").unlink(missing_ok=True)
+
     def _local(self, doc_id: str, suffix: str) -> Path | None:
         for root in (self.shared.root if self.shared else None, self.cache.root):
             if root is not None and (path := root / f"{doc_id}{suffix}").is_file():
