@@ -6,7 +6,8 @@ sharing one index through the Qdrant REST server of doubles/qdrant_stub.py (poin
 searched by qdrant-client's engine; no Qdrant server runs here). A document ingested by the
 coordinator is answered by the replica with the same JSON, its citation links open page images on
 the replica, writes are refused naming the coordinator, and a document added later is answered
-after a poll. Where nginx is installed, the compose profile's deploy/nginx-scale.conf (its hosts
+after a poll; twenty questions (names, tables, a subject no document has) get the same JSON from
+both. Where nginx is installed, the compose profile's deploy/nginx-scale.conf (its hosts
 put on loopback) sends answers, page images and the web page to the replica and the rest to the
 coordinator.
 """
@@ -305,3 +306,40 @@ def test_the_proxy_sends_answers_and_pages_to_the_replica_and_the_rest_to_the_co
     assert listed.status_code == 200 and doc_id in listed.text  # the coordinator's list
     assert httpx.get(f"{proxy}/", timeout=30).status_code == 200
     assert _served(replica, "GET / HTTP") >= 1
+
+
+TWENTY = [
+    "When did the Kelud volcano erupt?",
+    "Where did the ash fall?",
+    "What records tremors around the crater?",
+    "What does the Volcanic Activity Report say about monitoring?",
+    "What is the sourdough starter fed with?",
+    "When is the starter fed?",
+    "How hot is the deck oven before baking?",
+    "What does the Bakery Operations Manual say about ovens?",
+    "What were total revenues in 2021?",
+    "What were operating expenses in 2019?",
+    "What was property and equipment in 2023?",
+    "How much did total revenues grow from 2017 to 2023?",
+    "Which table shows seven years of results?",
+    "What is on page 1 of the bakery manual?",
+    "What does Apple's report say about iPhone sales?",
+    "Who is the chief executive of the bakery?",
+    "volcano ash Yogyakarta",
+    "Kelud",
+    "What are the figures in millions of dollars?",
+    "How often do seismometers record?",
+]
+
+
+def test_twenty_questions_get_the_same_answers_from_both(pair: tuple[Folio, Folio]) -> None:
+    coordinator, replica = pair
+    ids = [_ingest(coordinator, name) for name in ("volcano.pdf", "bakery.pdf")]
+    ids.append(_ingest(coordinator, "selected.pdf", wide_table_pdf()))
+    _until_documents(replica, max(_documents(replica), len(ids)))
+    modes = set()
+    for question in TWENTY:
+        theirs, ours = _ask(coordinator, question), _ask(replica, question)
+        assert _unsigned(ours) == _unsigned(theirs), question
+        modes.add(ours["mode"])
+    assert "extractive" in modes
