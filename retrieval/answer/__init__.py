@@ -19,7 +19,7 @@ from retrieval.answer.candidates import (
 from retrieval.answer.cite import cite
 from retrieval.answer.extractive import extractive_answer
 from retrieval.answer.options import HEADING_LEAD, RANK_PRIOR, Answer, AnswerOptions
-from retrieval.answer.scores import MIN_SUPPORT
+from retrieval.answer.scores import MIN_SUPPORT, min_support_for
 from retrieval.schema import DENSE_POOL
 from retrieval.text_terms import sentence_spans, terms
 
@@ -38,6 +38,7 @@ __all__ = [
     "cite",
     "extractive_answer",
     "following_ids",
+    "min_support_for",
     "sentence_spans",
     "table_pieces",
     "table_unit",

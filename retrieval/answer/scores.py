@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 from retrieval.answer.candidates import _in_context, _Sentence
 
 MIN_SUPPORT = 0.35  # below this best-candidate cosine nothing answers: calibrated on `tune` (docs)
+# the same floor for other embedders, whose cosines spread otherwise: each calibrated on `tune` to
+# withhold at most a tenth of the answerable questions (python -m eval.not_found_calibration)
+_MIN_SUPPORT_OF = {"bge-small-en-v1.5": 0.62}
+
+
+def min_support_for(model: str) -> float:
+    """The "not found" floor calibrated for the embedding model `model` (MIN_SUPPORT otherwise)."""
+    return _MIN_SUPPORT_OF.get(model, MIN_SUPPORT)
 
 
 _DENSE_FLOOR = 0.3
