@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="replace",
         help="the cross-encoder's order alone (FOLIO_RERANK=local), or fused with the search's",
     )
+    parser.add_argument(
+        "--rank-prior", type=float, help="the answer's weight on a re-ranked hit's rank (default 1)"
+    )
 
 
 def label(args: argparse.Namespace) -> str:
@@ -70,6 +73,8 @@ def label(args: argparse.Namespace) -> str:
             f"--rerank {args.rerank} --rerank-candidates {args.rerank_candidates} "
             f"--rerank-max-length {args.rerank_max_length} --rerank-blend {args.rerank_blend}"
         )
+    if args.rank_prior is not None:
+        parts.append(f"--rank-prior {args.rank_prior:g}")
     return " ".join(parts)
 
 
@@ -80,11 +85,15 @@ def suffix(args: argparse.Namespace) -> str:
     parts = [args.embedder] if args.embedder != next(iter(EMBEDDERS)) else []
     if args.rerank != "off":
         parts.append(f"rerank{args.rerank_candidates}x{args.rerank_max_length}{args.rerank_blend}")
+    if args.rank_prior is not None:
+        parts.append(f"prior{args.rank_prior:g}")
     return "-" + "-".join(parts)
 
 
 def apply(services: Any, args: argparse.Namespace) -> None:
     """Give the services' retriever the variant's re-ranker."""
+    if args.rank_prior is not None:
+        services.retriever.rank_prior = args.rank_prior
     if args.rerank == "off":
         return
     from retrieval.rerank import OnnxReranker

@@ -236,6 +236,7 @@ class Retriever:
         self.names = names
         self.dense_sentences = dense_sentences
         self.min_support = min_support
+        self.rank_prior = RANK_PRIOR  # how much a re-ranked hit's rank weighs on its sentences
         self.layout = layout
         self.reranker = reranker
         self.rerank_candidates = max(1, rerank_candidates)
@@ -353,7 +354,7 @@ class Retriever:
             name_terms=_name_terms(req.question, names),
             card_of=self.names.card if self.names is not None else None,
             subjects=self._unknown_subjects(req),
-            rank_prior=RANK_PRIOR if reranked else 0.0,
+            rank_prior=self.rank_prior if reranked else 0.0,
             judge=self.answer_judge,
         )
 
