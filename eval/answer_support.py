@@ -92,14 +92,16 @@ def financebench_services(work: Path, index: Path | None = None) -> Any:
     """Services over `index`, else the newest finished FinanceBench index under `work` (None
     when none)."""
     from eval.retrieval_cache import CachedEmbedder
+    from eval.retrieval_index import default_embedder_indexes
     from retrieval.embedder import SentenceTransformerEmbedder
     from server.services import build_services
     from server.settings import Settings
 
-    done = sorted(work.glob(f"financebench-*/{_DONE}"), key=lambda p: p.stat().st_mtime)
+    built = [p.parent for p in work.glob(f"financebench-*/{_DONE}")]
+    done = sorted(default_embedder_indexes(built), key=lambda p: p.stat().st_mtime)
     if index is None and not done:
         return None
-    directory = index or done[-1].parent
+    directory = index or done[-1]
     log.info("opening %s", directory)
     embedder = CachedEmbedder(SentenceTransformerEmbedder(), work / "embeddings.sqlite3")
     settings = Settings(data_dir=directory, ocr="never", max_tokens=256)  # type: ignore[arg-type]

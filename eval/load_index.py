@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from eval.retrieval_cache import edge_points
+from eval.retrieval_index import default_embedder_indexes
 
 __all__ = ["LoadIndex", "build_load_index", "source_indexes"]
 
@@ -55,7 +56,7 @@ def source_indexes(bench: Path) -> list[Path]:
     for corpus in CORPORA:
         dirs = [
             d
-            for d in bench.glob(f"{corpus}-*")
+            for d in default_embedder_indexes(sorted(bench.glob(f"{corpus}-*")))
             if (d / "index").is_dir() and (d / "ledger.sqlite3").is_file()
         ]
         if dirs:

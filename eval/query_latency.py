@@ -3,7 +3,7 @@
     python -m eval.query_latency [--data-dir DIR] [--data ../shared/data] [-n 200]
 
 DIR defaults to the newest finished FinanceBench check index that `python -m eval answers
---split check` built (`.bench/retrieval/financebench-check-*`).
+--split check` built with the default embedder (`.bench/retrieval/financebench-check-*`).
 
 Starts the server as a subprocess with no answer sentence's vector kept (the index's sentence
 cache is emptied first; FOLIO_ANSWER_SENTENCES=idle fills it only between queries), warms it up
@@ -36,10 +36,11 @@ _WARM_UP = (
 
 def _check_index(work: Path = Path(".bench/retrieval")) -> Path | None:
     """The newest finished FinanceBench check index under `work`, if any."""
-    done = sorted(
-        work.glob("financebench-check-*/bench-ingest.json"), key=lambda p: p.stat().st_mtime
-    )
-    return done[-1].parent if done else None
+    from eval.retrieval_index import default_embedder_indexes
+
+    built = [p.parent for p in work.glob("financebench-check-*/bench-ingest.json")]
+    done = sorted(default_embedder_indexes(built), key=lambda p: p.stat().st_mtime)
+    return done[-1] if done else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,14 @@ from typing import Any
 
 from eval.retrieval_cache import CachedEmbedder, fingerprint
 
-__all__ = ["EMBEDDERS", "FolioIndex", "build_recipe_index", "llamaindex_retriever", "open_folio"]
+__all__ = [
+    "EMBEDDERS",
+    "FolioIndex",
+    "build_recipe_index",
+    "default_embedder_indexes",
+    "llamaindex_retriever",
+    "open_folio",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +59,23 @@ def _bge_small() -> Any:
 EMBEDDERS = {"minilm": _minilm, "bge-small": _bge_small}
 
 
+def default_embedder_indexes(paths: list[Path]) -> list[Path]:
+    """The index directories of `paths` built with the product's default embedder (MiniLM): the
+    benchmarks of the product never pick up an index built for a variant."""
+    default = EMBEDDERS[next(iter(EMBEDDERS))]().name
+    return [p for p in paths if _recorded_model(p) in (None, default)]
+
+
+def _recorded_model(directory: Path) -> str | None:
+    record = directory / "index" / "embedder.json"
+    return json.loads(record.read_text()).get("model") if record.is_file() else None
+
+
 def _recorded_embedder(directory: Path) -> Any:
     """The embedder of EMBEDDERS that the index in `directory` records, if it records one."""
-    record = directory / "index" / "embedder.json"
-    if not record.is_file():
+    model = _recorded_model(directory)
+    if model is None:
         return None
-    model = json.loads(record.read_text()).get("model")
     return next((e for e in (make() for make in EMBEDDERS.values()) if e.name == model), None)
 
 
