@@ -25,6 +25,7 @@ AREAS: dict[str, str] = {
     "CLI beside a server": "python -m eval cli_latency",
     "Ingest speed": "python -m eval ingest_speed --corpus docling",
     "Reading pages": "python -m eval ocr_parser; python -m eval scan_orientation",
+    "Office files": "python -m eval office --split check",
     "Scale-out": "python -m eval queue_scaling --files 2 --workers 1,2,4",
 }
 # what `make bench` runs (argv of `python -m eval`), in order, each recording its run
@@ -33,6 +34,7 @@ BENCH: tuple[tuple[str, ...], ...] = (
     ("ocr_parser",),
     ("scan_orientation",),
     ("ingest_speed", "--corpus", "docling"),
+    ("office", "--split", "check"),
     ("queue_scaling", "--files", "2", "--workers", "1,2,4"),
     ("query_latency",),
     ("cli_latency",),

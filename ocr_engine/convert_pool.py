@@ -85,6 +85,8 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 class ConvertPool:
     """Runs converter commands, `limits.processes` at a time, each bounded in time and memory."""
 
+    poll_s = _POLL_S  # how often a run's memory is read (a measuring subclass reads it more often)
+
     def __init__(self, limits: ConvertLimits | None = None) -> None:
         self.limits = limits or ConvertLimits.from_env()
         self._slots = threading.BoundedSemaphore(self.limits.processes)
@@ -128,7 +130,7 @@ class ConvertPool:
                     reason = f"used more than {limits.memory_mb} MiB of memory; killed"
                 if reason:
                     break
-                time.sleep(_POLL_S)
+                time.sleep(self.poll_s)
         finally:
             if process.poll() is None or reason:
                 _kill(process)
