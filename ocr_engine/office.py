@@ -5,7 +5,8 @@ Word, PowerPoint, Excel, OpenDocument, RTF and CSV files go through LibreOffice 
 through headless Chromium (`ocr_engine.web_render`), each in the bounded converter pool
 (`ocr_engine.convert_pool`). The rendering is a PDF like any other from then on: pages, boxes,
 highlights and crops come from it. It carries the structure its source states (headings and
-levels, list items, tables, `ocr_engine.office_structure`) as an embedded file, and is kept in
+levels, list items, tables, `ocr_engine.office_structure`; an OpenDocument, legacy Office or RTF
+file's read from its OOXML sibling, `ocr_engine.office_sibling`) as an embedded file, and is kept in
 `cache_dir` (the data directory's `documents/`) as `{sha256}.{kind}.{converter}.render.pdf`,
 beside the original, so it is made once per original and converter version. The original stays
 the document: its sha256 is the document id and its bytes are what is stored and downloaded.
@@ -35,6 +36,7 @@ from ocr_engine.deck_notes import EXPORT_WITH_NOTES, has_notes
 from ocr_engine.errors import BadInputError
 from ocr_engine.office_crypt import decrypt, is_encrypted
 from ocr_engine.office_pages import finish
+from ocr_engine.office_sibling import SIBLINGS, Sibling, make_sibling
 
 __all__ = [
     "OFFICE_SUFFIXES",
@@ -65,6 +67,7 @@ OFFICE_SUFFIXES: dict[str, str] = {
     ".md": "md",
 }
 RECIPE = "r2"  # how folio asks for a rendering; a change makes every rendering again
+_SIBLING_RECIPE = "r3"  # kinds whose structure is read from their OOXML sibling since r3
 _SHEETS = {"xlsx", "xlsm", "xls", "ods", "csv"}
 _WEB = {"html", "md"}
 _TEXT = {"csv", "html", "md"}
@@ -239,26 +242,27 @@ def converter_version(kind: str) -> str:
         if binary not in _versions:
             _versions[binary] = chromium_version(binary)  # both answer `--version`
         said = _versions[binary]
-    return re.sub(r"[^A-Za-z0-9.]+", "-", f"{said}-{RECIPE}").strip("-")
+    recipe = _SIBLING_RECIPE if kind in SIBLINGS else RECIPE
+    return re.sub(r"[^A-Za-z0-9.]+", "-", f"{said}-{recipe}").strip("-")
 
 
-def _soffice_argv(
-    binary: str, source: Path, out: Path, profile: Path, kind: str, *, notes: bool = False
-) -> list[str]:
+def _soffice_head(binary: str, profile: Path, kind: str) -> list[str]:
+    """soffice and its options, before what to convert to."""
     argv = [binary, "--headless", "--norestore", "--nolockcheck", "--nodefault", "--nologo"]
     argv.append(f"-env:UserInstallation={profile.as_uri()}")
     if kind == "csv":
         argv.append(f"--infilter={_CSV_FILTER}")
-    export = EXPORT_WITH_NOTES if notes else _EXPORT["sheet" if kind in _SHEETS else "other"]
-    return [*argv, "--convert-to", export, "--outdir", str(out), str(source)]
+    return argv
 
 
-def _convert(data: bytes, name: str, kind: str, pool: ConvertPool) -> bytes:
-    """The rendering's bytes, made in a scratch folder that is removed after."""
+def _convert(data: bytes, name: str, kind: str, pool: ConvertPool) -> tuple[bytes, Sibling | None]:
+    """The rendering's bytes and the source's OOXML sibling where it has one (to be read), made
+    in a scratch folder that is removed after."""
     with tempfile.TemporaryDirectory(prefix="folio-convert-") as scratch:
         root = Path(scratch)
         out, profile = root / "out", root / "profile"
         out.mkdir()
+        sibling = None
         if kind in _WEB:
             from ocr_engine.web_render import chromium_argv, page_html
 
@@ -271,15 +275,20 @@ def _convert(data: bytes, name: str, kind: str, pool: ConvertPool) -> bytes:
             source = root / f"source.{kind}"
             source.write_bytes(data)
             target = out / "source.pdf"
-            notes = kind == "pptx" and has_notes(data)  # rendered to go under their slides
-            argv = _soffice_argv(_soffice(), source, out, profile, kind, notes=notes)
+            head = _soffice_head(_soffice(), profile, kind)
+            sibling = make_sibling(head, source, kind, pool, name)
+            deck = sibling.data if sibling is not None else data
+            notes = "pptx" in (kind, SIBLINGS.get(kind)) and has_notes(deck)  # go under slides
+            plain = _EXPORT["sheet" if kind in _SHEETS else "other"]
+            export = EXPORT_WITH_NOTES if notes else plain
+            argv = [*head, "--convert-to", export, "--outdir", str(out), str(source)]
         done = pool.run(argv, cwd=root, what=name, env={"HOME": str(root)})
         if not target.exists() or target.stat().st_size == 0:
             said = " ".join(done.output.split())[-400:] or "no output"
             raise ConversionError(
                 f"{name}: the converter made no PDF (exit status {done.returncode}; {said})"
             )
-        return target.read_bytes()
+        return target.read_bytes(), sibling
 
 
 _CACHE_BYTES = 64 << 20
@@ -321,9 +330,9 @@ def render_pdf(
             if checked.encrypted:
                 plain = decrypt(data, name, password)
                 checked = check_office(plain, name)  # what the container held, checked too
-            rendered = _convert(plain, name, checked.kind, pool or default_pool())
+            rendered, sibling = _convert(plain, name, checked.kind, pool or default_pool())
             limit = max_rendered_pages()
-            made = finish(rendered, plain, name, checked.kind, checked.notes, limit)
+            made = finish(rendered, plain, name, checked.kind, checked.notes, limit, sibling)
             if kept is not None:
                 _keep(kept, made)
         _remember(key, made)

@@ -1,12 +1,13 @@
 """A rendering's pages given the structure its source states, matched to the rendered lines.
 
 A block whose text is a source heading becomes a heading of the source's level, a list item's
-text a list item; where the source is a Word, PowerPoint, HTML or Markdown file, a block the
-layout guessed to be a heading that the source does not call one is text again. A source table
-whose cells are found on a page as lines becomes a table block with those cells (their boxes the
-lines' boxes), in place of the blocks it covers; a laid-out sheet page is matched with its own
-sheet's table cut to the columns it shows. The source's hyperlinks go on the blocks whose lines
-hold their text (`ocr_engine.office_links`). Pages of any other PDF are left as they are.
+text a list item; where the source is (or was read as) a Word, PowerPoint, HTML or Markdown file,
+a block the layout guessed to be a heading that the source does not call one is text again. A
+source table whose cells are found on a page as lines becomes a table block with those cells
+(their boxes the lines' boxes), in place of the blocks it covers; a laid-out sheet page is matched
+with its own sheet's table cut to the columns it shows. The source's hyperlinks go on the blocks
+whose lines hold their text (`ocr_engine.office_links`). Pages of any other PDF are left as they
+are.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _typed(page: Page, structure: Structure) -> Page:
     items: dict[str, Item] = {}
     for said in structure.items:
         items.setdefault(norm(said.text), said)
-    authoritative = structure.kind in _AUTHORITATIVE
+    authoritative = (structure.read_as or structure.kind) in _AUTHORITATIVE
     blocks = []
     for block in page.blocks:
         if block.type in (*_KEEP, BlockType.table):

@@ -1,6 +1,7 @@
 """A rendering made ready to keep: its page count checked, a workbook's sheets and a deck's
 speaker notes laid out (`ocr_engine.sheet_pages`, `ocr_engine.deck_notes`), the source's structure
-embedded (`folio-office.json`) for `ocr_engine.office_match`."""
+(read from its OOXML sibling where it has one, `ocr_engine.office_sibling`) embedded
+(`folio-office.json`) for `ocr_engine.office_match`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import pymupdf
 
 from ocr_engine.convert_pool import ConversionError
+from ocr_engine.office_sibling import Sibling
 from ocr_engine.office_structure import EMBEDDED_NAME, Structure, source_structure
 
 __all__ = ["finish"]
@@ -47,14 +49,22 @@ def _check_count(pdf: pymupdf.Document, name: str, limit: int) -> None:
 
 
 def finish(
-    rendered: bytes, data: bytes, name: str, kind: str, notes: list[str], limit: int
+    rendered: bytes,
+    data: bytes,
+    name: str,
+    kind: str,
+    notes: list[str],
+    limit: int,
+    sibling: Sibling | None = None,
 ) -> bytes:
-    """The rendering checked for its page count, laid out, with the source's structure embedded."""
+    """The rendering checked for its page count, laid out, with the source's structure embedded
+    (`sibling`'s, an OOXML copy of the source, where given)."""
+    read_kind, read = (sibling.kind, sibling.data) if sibling is not None else (kind, data)
     with pymupdf.open(stream=rendered, filetype="pdf") as pdf:
         _check_count(pdf, name, limit)
-        structure = source_structure(data, kind, pdf.get_toc(simple=True))
-        structure.notes = notes
-        laid = _laid_out(pdf, data, kind, structure)
+        structure = source_structure(read, read_kind, pdf.get_toc(simple=True))
+        structure.kind, structure.read_as, structure.notes = kind, read_kind, notes
+        laid = _laid_out(pdf, read, read_kind, structure)
         final, structure = laid if laid is not None else (pdf, structure)
         _check_count(final, name, limit)
         final.embfile_add(EMBEDDED_NAME, structure.model_dump_json().encode("utf-8"))

@@ -56,6 +56,7 @@ class Structure(BaseModel):
     """The source's structure, embedded in its rendering."""
 
     kind: str
+    read_as: str = Field(default="", description="the kind read: the OOXML sibling's, else kind")
     items: list[Item] = Field(default_factory=list)
     tables: list[SourceTable] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
