@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "retrieval": "eval.retrieval",
     "report": "eval.report",
     "queue_scaling": "eval.queue_scaling",
+    "replica_cpu": "eval.replica_cpu",
     "sentence_vectors": "eval.sentence_vectors",
 }
 

@@ -26,7 +26,8 @@ AREAS: dict[str, str] = {
     "Ingest speed": "python -m eval ingest_speed --corpus docling",
     "Reading pages": "python -m eval ocr_parser; python -m eval scan_orientation",
     "Office files": "python -m eval office --split check",
-    "Scale-out": "python -m eval queue_scaling --files 2 --workers 1,2,4",
+    "Scale-out": "python -m eval queue_scaling --files 2 --workers 1,2,4; "
+    "python -m eval replica_cpu -n 27 -m 60",
 }
 # what `make bench` runs (argv of `python -m eval`), in order, each recording its run
 BENCH: tuple[tuple[str, ...], ...] = (
@@ -36,6 +37,7 @@ BENCH: tuple[tuple[str, ...], ...] = (
     ("ingest_speed", "--corpus", "docling"),
     ("office", "--split", "check"),
     ("queue_scaling", "--files", "2", "--workers", "1,2,4"),
+    ("replica_cpu", "-n", "27", "-m", "60"),
     ("query_latency",),
     ("cli_latency",),
 )
