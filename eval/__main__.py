@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "office": "eval.office",
     "ocr_parser": "eval.ocr_parser",
     "ocr_throughput": "eval.ocr_throughput",
+    "olmocr_bench": "eval.olmocr_bench",
     "first_card": "eval.first_card",
     "ingest_ledger": "eval.ingest_ledger",
     "late_interaction": "eval.late_interaction",
