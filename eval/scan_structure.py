@@ -265,7 +265,18 @@ def as_scan(page: pymupdf.Page, dpi: int) -> pymupdf.Document:
     return doc
 
 
-def run(data: Path, dpi: int, only: str | None, cache: Path | None) -> str:
+def scanned_pairs(data: Path) -> list[tuple[Path, Path]]:
+    """The scans of ``scanned/docling_ocr`` that have a ground truth (Docling's OCR of them)."""
+    root = data / "scanned" / "docling_ocr"
+    pairs = []
+    for pdf in sorted((root / "pdf").glob("*.pdf")):
+        gt = root / "groundtruth" / f"{pdf.stem}.tesseract.full_page.json"
+        if gt.exists():
+            pairs.append((pdf, gt))
+    return pairs
+
+
+def run(data: Path, dpi: int, only: str | None, cache: Path | None, corpus: str = "docling") -> str:
     """Every measurement; the markdown to paste."""
     from ocr_engine.pymupdf_engine import PyMuPDFEngine
 
@@ -276,7 +287,8 @@ def run(data: Path, dpi: int, only: str | None, cache: Path | None) -> str:
     text_layer = PyMuPDFEngine()
     scores = {"text layer": Score(), "scan, layout off": Score(), "scan, layout on": Score()}
     pages = 0
-    for pdf, gt_path in docling_pairs(data):
+    scans = corpus == "docling_ocr"  # pages that are scans already: read as they are
+    for pdf, gt_path in scanned_pairs(data) if scans else docling_pairs(data):
         if only and only not in pdf.name:
             continue
         gt = ground_truth(gt_path)
@@ -284,23 +296,31 @@ def run(data: Path, dpi: int, only: str | None, cache: Path | None) -> str:
             for page in doc:
                 items = gt.get(page.number + 1, [])
                 scores["text layer"].add(items, text_layer.extract_page(page).blocks)
-                with as_scan(page, dpi) as scan:
-                    read_after: Page = after.extract_page(scan[0])
+                with as_scan(page, dpi) if not scans else pymupdf.open() as scan:
+                    target = page if scans else scan[0]
+                    read_after: Page = after.extract_page(target)
                     before._models = after._models  # the RapidOCR sessions, loaded once
-                    read_before = before.extract_page(scan[0])
+                    read_before = before.extract_page(target)
                 scores["scan, layout on"].add(items, read_after.blocks)
                 scores["scan, layout off"].add(items, read_before.blocks)
                 pages += 1
-    return report(scores, pages, after, dpi, only)
+    return report(scores, pages, after, dpi, only, corpus)
 
 
 def report(
-    scores: dict[str, Score], pages: int, engine: CachedOcr, dpi: int, only: str | None
+    scores: dict[str, Score],
+    pages: int,
+    engine: CachedOcr,
+    dpi: int,
+    only: str | None,
+    corpus: str = "docling",
 ) -> str:
     names = list(scores)
+    flags = (
+        f"{f' --only {only}' if only else ''}{f' --corpus {corpus}' if corpus != 'docling' else ''}"
+    )
     rows = [
-        f"`python -m eval.scan_structure --dpi {dpi}{f' --only {only}' if only else ''}` "
-        f"({pages} pages)",
+        f"`python -m eval.scan_structure --dpi {dpi}{flags}` ({pages} pages)",
         "",
         "| item (recall / precision, IoU >= 0.5) | " + " | ".join(names) + " |",
         "|---|" + "---:|" * len(names),
@@ -359,10 +379,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dpi", type=int, default=150)
     parser.add_argument("--only", help="only the PDFs whose name contains this")
     parser.add_argument("--cache", type=Path, help="keep the OCR lines of each page image here")
+    parser.add_argument(
+        "--corpus",
+        choices=["docling", "docling_ocr"],
+        default="docling",
+        help="docling: the born-digital PDFs rasterised; docling_ocr: scanned/docling_ocr's scans",
+    )
     args = parser.parse_args(argv)
-    if not (args.data / "docling").exists():
-        parser.error(f"no docling data under {args.data}")
-    print(run(args.data, args.dpi, args.only, args.cache))
+    folder = args.data / ("docling" if args.corpus == "docling" else "scanned/docling_ocr")
+    if not folder.exists():
+        print(f"skipped: no {folder} (the benchmark reads ../shared/data in place)")
+        return 0
+    print(run(args.data, args.dpi, args.only, args.cache, args.corpus))
     return 0
 
 
