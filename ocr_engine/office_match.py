@@ -141,6 +141,40 @@ def _match_table(table: SourceTable, lines: list[tuple[Line, str]]) -> list[Tabl
     return cells
 
 
+def _with_strays(cells: list[TableCell], strays: list[Line]) -> tuple[list[TableCell], list[Line]]:
+    """`cells` with the lines of the blocks the table replaces that no cell took (a cell whose text
+    the layout broke or reworded) made the cell of the row and column they lie in, where no cell
+    was found; the lines that lie in a found cell are given back (to stay beside the table)."""
+    tops: dict[int, float] = {}
+    spans: dict[int, tuple[float, float]] = {}
+    for cell in cells:
+        if cell.bbox is None:
+            continue
+        tops[cell.row] = min(tops.get(cell.row, cell.bbox[1]), cell.bbox[1])
+        x0, x1 = spans.get(cell.col, (cell.bbox[0], cell.bbox[2]))
+        spans[cell.col] = (min(x0, cell.bbox[0]), max(x1, cell.bbox[2]))
+    at = {(c.row, c.col): c for c in cells}
+    found_at = set(at)
+    left: list[Line] = []
+    for line in strays:
+        x, y = (line.bbox[0] + line.bbox[2]) / 2, (line.bbox[1] + line.bbox[3]) / 2
+        row = max(
+            (r for r, top in tops.items() if top <= y), key=tops.__getitem__, default=min(tops)
+        )
+        col = min(spans, key=lambda k: max(spans[k][0] - x, x - spans[k][1], 0.0))
+        found = at.get((row, col))
+        if (row, col) in found_at:
+            left.append(line)
+        elif found is None or found.bbox is None:
+            at[row, col] = TableCell(
+                row=row, col=col, text=line.text, bbox=line.bbox, header=row == 0
+            )
+        else:
+            text, box = f"{found.text} {line.text}", union([found.bbox, line.bbox])
+            at[row, col] = found.model_copy(update={"text": text, "bbox": box})
+    return sorted(at.values(), key=lambda c: (c.row, c.col)), left
+
+
 def _split_rows(table: SourceTable, lines: list[tuple[Line, str]]) -> list[tuple[Line, str]]:
     """Lines that hold several cells of a row side by side (the layout joined them), cut into one
     line per cell, each its share of the line's width by its letters."""
@@ -235,9 +269,25 @@ def _tabled(page: Page, tables: Sequence[SourceTable]) -> Page:
         ]
         if not covered:
             continue
+        strays = [  # kept in the table: its blocks' text is not lost
+            line
+            for i in covered
+            for line in blocks[i].lines
+            if norm(line.text)
+            and not any(c.bbox and centre_inside(line.bbox, c.bbox) for c in cells)
+        ]
+        cells, left = _with_strays(cells, strays)
+        made = _table_block(cells, page.number) if strays else made
         at = covered[0]
         blocks = [b for i, b in enumerate(blocks) if i not in set(covered)]
         blocks.insert(at, made)
+        if left:  # text the source's cells do not hold, kept as text after the table
+            text = " ".join(line.text for line in left)
+            box = union([line.bbox for line in left])
+            rest = Block(
+                id=f"p{page.number}-b0", type=BlockType.text, bbox=box, text=text, lines=left
+            )
+            blocks.insert(at + 1, rest)
     return page.model_copy(update={"blocks": blocks})
 
 

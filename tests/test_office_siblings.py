@@ -169,3 +169,27 @@ def test_an_ods_sheet_is_a_titled_table_and_an_odp_keeps_its_speaker_notes(tmp_p
     assert title.type is BlockType.title and heading.level == 2
     notes = next(b for b in first if "07:15 ferry skips Inchmore" in b.text)
     assert title.bbox[3] < heading.bbox[1] < notes.bbox[1]
+
+
+def test_lines_of_a_matched_table_that_no_cell_took_are_kept() -> None:
+    """In the cell they lie in where none was found, else as text after the table."""
+    from ocr_engine.office_match import _tabled
+    from ocr_engine.office_structure import SourceTable
+    from ocr_engine.schema import EngineInfo, Line, Page
+
+    said = [("Berth", 70, 100), ("Depth", 200, 100), ("Quay A", 70, 120), ("11.2 m", 200, 120)]
+    said += [("(dredged 2024)", 200, 132)]  # the source's cell reads "11.2 m after dredging"
+    said += [("(renamed)", 70, 132)]  # under a cell that was found
+    lines = [Line(text=t, bbox=(x, y, x + 60, y + 10)) for t, x, y in said]
+    block = Block(id="p1-b0", type=BlockType.text, bbox=(70, 100, 260, 142), text="", lines=lines)
+    page = Page(number=1, width=600, height=800, engine=EngineInfo(name="t"), blocks=[block])
+    table = SourceTable(rows=[["Berth", "Depth"], ["Quay A", "11.2 m after dredging"]])
+    made, rest = _tabled(page, [table]).blocks
+    assert made.type is BlockType.table
+    assert (rest.type, rest.text) == (BlockType.text, "(renamed)")
+    assert {(c.row, c.col): c.text for c in made.cells} == {
+        (0, 0): "Berth",
+        (0, 1): "Depth",
+        (1, 0): "Quay A",
+        (1, 1): "11.2 m (dredged 2024)",
+    }
