@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "query_latency": "eval.query_latency",
     "answer_latency": "eval.answer_latency",
     "rerank_quality": "eval.rerank_quality",
+    "scan_cost": "eval.scan_cost",
     "scan_structure": "eval.scan_structure",
     "scan_orientation": "eval.scan_orientation",
     "retrieval": "eval.retrieval",
