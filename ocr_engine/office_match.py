@@ -121,6 +121,7 @@ def _match_table(table: SourceTable, lines: list[tuple[Line, str]]) -> list[Tabl
     used: set[int] = set()
     cells: list[TableCell] = []
     matched: list[Box] = []
+    spans = {(s.row, s.col): (s.rows, s.cols) for s in table.spans}
     for r, row in enumerate(table.rows):
         for c, text in enumerate(row):
             key = norm(text)
@@ -131,7 +132,12 @@ def _match_table(table: SourceTable, lines: list[tuple[Line, str]]) -> list[Tabl
                 continue
             box = union([lines[i][0].bbox for i in picked])
             matched.append(box)
-            cells.append(TableCell(row=r, col=c, text=text, bbox=box, header=r == 0))
+            rows, cols = spans.get((r, c), (1, 1))
+            cells.append(
+                TableCell(
+                    row=r, col=c, row_span=rows, col_span=cols, text=text, bbox=box, header=r == 0
+                )
+            )
     if len(cells) < _MIN_CELLS:
         return None
     region = union(matched)
@@ -235,7 +241,13 @@ def _table_block(cells: list[TableCell], page: int) -> Block:
     cols = sorted({c.col for c in cells})
     packed = [  # rows and columns none of whose cells were found are left out
         c.model_copy(
-            update={"row": rows.index(c.row), "col": cols.index(c.col), "header": c.row == rows[0]}
+            update={
+                "row": rows.index(c.row),
+                "col": cols.index(c.col),
+                "row_span": max(1, sum(c.row <= r < c.row + c.row_span for r in rows)),
+                "col_span": max(1, sum(c.col <= k < c.col + c.col_span for k in cols)),
+                "header": c.row == rows[0],
+            }
         )
         for c in cells
     ]
@@ -303,7 +315,12 @@ def _page_tables(structure: Structure, number: int) -> Sequence[SourceTable]:
     if not plan.cols:
         return [table]
     rows = [[row[c] if c < len(row) else "" for c in plan.cols] for row in table.rows]
-    return [table.model_copy(update={"rows": rows})]
+    spans = [
+        s.model_copy(update={"col": plan.cols.index(s.col), "cols": cols})
+        for s in table.spans
+        if s.col in plan.cols and (cols := sum(s.col <= c < s.col + s.cols for c in plan.cols))
+    ]
+    return [table.model_copy(update={"rows": rows, "spans": spans})]
 
 
 def _renumbered(page: Page) -> Page:

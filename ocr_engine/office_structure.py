@@ -18,7 +18,15 @@ from pydantic import BaseModel, Field
 
 from ocr_engine.office_links import SourceLink, source_links
 
-__all__ = ["EMBEDDED_NAME", "Item", "SheetPage", "SourceTable", "Structure", "source_structure"]
+__all__ = [
+    "EMBEDDED_NAME",
+    "Item",
+    "SheetPage",
+    "SourceTable",
+    "Span",
+    "Structure",
+    "source_structure",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +43,20 @@ class Item(BaseModel):
     level: int | None = None
 
 
+class Span(BaseModel):
+    """A merged cell: its first row and column in the table, and how many of each it covers."""
+
+    row: int = Field(ge=0)
+    col: int = Field(ge=0)
+    rows: int = Field(default=1, ge=1)
+    cols: int = Field(default=1, ge=1)
+
+
 class SourceTable(BaseModel):
     """A table's cell texts, row by row (a merged cell's text in its first position only)."""
 
     rows: list[list[str]]
+    spans: list[Span] = Field(default_factory=list, description="its merged cells")
     name: str = ""
     first_col: int = Field(default=1, ge=1, description="a sheet's column of the first (1 = A)")
 
@@ -69,13 +87,27 @@ def _clean(text: str) -> str:
 
 
 def _trimmed(rows: list[list[str]]) -> list[list[str]]:
+    table = _table(rows, [])
+    return table.rows if table is not None else []
+
+
+def _table(rows: list[list[str]], spans: list[Span]) -> SourceTable | None:
+    """The table of `rows` without empty rows and outer empty columns, `spans` moved to match."""
     rows = [r[:MAX_COLS] for r in rows[:MAX_ROWS]]
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if not rows:
-        return []
-    width = max((i + 1 for r in rows for i, c in enumerate(r) if c.strip()), default=0)
-    first = min((i for r in rows for i, c in enumerate(r) if c.strip()), default=0)
-    return [[_clean(c) for c in (r + [""] * width)[first:width]] for r in rows]
+    kept = [n for n, r in enumerate(rows) if any(c.strip() for c in r)]
+    if not kept:
+        return None
+    width = max(i + 1 for n in kept for i, c in enumerate(rows[n]) if c.strip())
+    first = min(i for n in kept for i, c in enumerate(rows[n]) if c.strip())
+    moved = []
+    for span in spans:
+        covered = [k for k, n in enumerate(kept) if span.row <= n < span.row + span.rows]
+        cols = min(span.col + span.cols, width) - span.col
+        if span.row in kept and first <= span.col < width and (len(covered) > 1 or cols > 1):
+            at = kept.index(span.row)
+            moved.append(Span(row=at, col=span.col - first, rows=len(covered), cols=cols))
+    cut = [[_clean(c) for c in (rows[n] + [""] * width)[first:width]] for n in kept]
+    return SourceTable(rows=cut, spans=moved)
 
 
 def _docx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
@@ -90,6 +122,8 @@ def _docx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
             continue
         if style == "Title":
             items.append(Item(type="title", text=text, level=1))
+        elif style == "Subtitle":  # the title's second line, a heading under it
+            items.append(Item(type="section_header", text=text, level=1))
         elif style.startswith("Heading"):
             digits = "".join(c for c in style if c.isdigit())
             items.append(Item(type="section_header", text=text, level=int(digits or 1)))
@@ -98,15 +132,23 @@ def _docx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
     tables = []
     for table in document.tables:
         rows: list[list[str]] = []
-        for row in table.rows:
-            seen: set[int] = set()
+        origins: dict[Any, Span] = {}  # a merged cell's <w:tc>: where it starts, how far it goes
+        for r, row in enumerate(table.rows):
             cells = []
-            for cell in row.cells:  # a merged cell comes once per grid column it spans
-                cells.append("" if id(cell._tc) in seen else cell.text)
-                seen.add(id(cell._tc))
+            for c, cell in enumerate(row.cells):  # a merged cell comes once per grid cell it spans
+                if (span := origins.get(cell._tc)) is None:
+                    origins[cell._tc] = Span(row=r, col=c)
+                    cells.append(cell.text)
+                    continue
+                span.rows, span.cols = (
+                    max(span.rows, r - span.row + 1),
+                    max(span.cols, c - span.col + 1),
+                )
+                cells.append("")
             rows.append(cells)
-        if trimmed := _trimmed(rows):
-            tables.append(SourceTable(rows=trimmed))
+        merged = [s for s in origins.values() if s.rows > 1 or s.cols > 1]
+        if (found := _table(rows, merged)) is not None:
+            tables.append(found)
     return items, tables
 
 
@@ -149,9 +191,18 @@ def _pptx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
                     elif marks or (body and paragraph.level > 0):
                         items.append(Item(type="list_item", text=text))
             if getattr(shape, "has_table", False):
-                rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
-                if trimmed := _trimmed(rows):
-                    tables.append(SourceTable(rows=trimmed))
+                rows = [
+                    ["" if cell.is_spanned else cell.text for cell in row.cells]
+                    for row in shape.table.rows
+                ]
+                merged = [
+                    Span(row=r, col=c, rows=cell.span_height, cols=cell.span_width)
+                    for r, row in enumerate(shape.table.rows)
+                    for c, cell in enumerate(row.cells)
+                    if cell.is_merge_origin
+                ]
+                if (found := _table(rows, merged)) is not None:
+                    tables.append(found)
     return items, tables
 
 

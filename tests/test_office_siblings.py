@@ -143,6 +143,11 @@ def test_lists_tables_and_links_of_odt_rtf_and_doc_come_from_their_docx_sibling(
         (2, 1): "9.8 m",
         (2, 2): "none",
     }
+    spans = {
+        k: (c.row_span, c.col_span) for k, c in cells.items() if (c.row_span, c.col_span) != (1, 1)
+    }
+    assert spans == {(0, 1): (1, 2), (1, 0): (2, 1)}
+    assert 'colspan="2"' in (table.html or "") and 'rowspan="2"' in (table.html or "")
     assert listed[-1].bbox[3] < table.bbox[1]
     assert cells[(0, 0)].header and not cells[(1, 1)].header
     link = next(k for b in blocks for k in b.links)
