@@ -2,6 +2,7 @@
 
     python -m eval.cpu_ocr [--data ../shared/data] [--dpi 200] [--det-side 1280] [--threads N]
                            [--only NAME] [--no-stock] [--no-tesseract] [--sweep 960,1280,1600]
+                           [--layout-off]
 
 Pages: the human gold text of ``scanned/tesseract_test`` (lossless PDF wraps of the TIFFs, and
 the two rotated phototest PNGs); Docling's ``ocr_test`` scan upright and with /Rotate 90, 180,
@@ -12,7 +13,8 @@ any reading order differs from it somewhere; word recall is the fairer measure t
 the same text. Every engine reads the same render (``--dpi``, the engine's
 pixel cap). Character accuracy is 1 - Levenshtein distance / max(length) on whitespace-normalised
 text, so reading order counts; word recall (the share of gold words found, as a multiset) does not.
-Seconds per page: folio = ``extract_page`` (render, detect, orient, recognise, layout); stock
+Seconds per page: folio = ``extract_page`` (render, detect, orient, recognise, layout; with
+``--layout-off`` also the engine without its layout models, which reads every page again); stock
 RapidOCR = ``RapidOCR()(image)`` with its default config; Tesseract = the ``tesseract`` CLI on the
 PNG of the render with ``--psm 1`` (page segmentation with orientation detection). The first page
 of every engine is preceded by a warm-up call on it, so model loading is not timed.
@@ -234,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-stock", action="store_true", help="skip stock RapidOCR")
     parser.add_argument("--no-tesseract", action="store_true")
     parser.add_argument("--sweep", default="", help="also run folio at these det sides: 960,1600")
+    parser.add_argument("--layout-off", action="store_true", help="also folio without layout")
     args = parser.parse_args(argv)
     pages = [c for c in cases(args.data) if not args.only or c.name in args.only]
     if not pages:
@@ -245,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
             RapidOCREngine(options, det_side=args.det_side, threads=args.threads)
         )
     }
+    if args.layout_off:
+        readers[f"folio rapidocr det {args.det_side}, layout off"] = folio_reader(
+            RapidOCREngine(options, det_side=args.det_side, threads=args.threads, layout=False)
+        )
     for side in (int(s) for s in args.sweep.split(",") if s.strip()):
         readers[f"folio rapidocr det {side}"] = folio_reader(
             RapidOCREngine(options, det_side=side, threads=args.threads)
