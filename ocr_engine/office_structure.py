@@ -3,7 +3,8 @@
 Headings with levels (the rendering's outline, which LibreOffice and Chromium write from the
 source's heading styles and tags, and a Word title or slide titles), list items (Word numbering,
 PowerPoint bullets, `<li>`) and tables (Word and PowerPoint tables, a sheet's used cells,
-`<table>`, a CSV). `ocr_engine.office_match` matches them to the rendered page's lines.
+`<table>`, a CSV; Word, PowerPoint and sheet merged cells as spans). `ocr_engine.office_match`
+matches them to the rendered page's lines.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
+import zipfile
 from html.parser import HTMLParser
 from typing import Any, Literal
 
@@ -225,13 +228,33 @@ def _xlsx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
                 [_shown(v) for v in row]
                 for row in sheet.iter_rows(max_row=MAX_ROWS, max_col=MAX_COLS, values_only=True)
             ]
-            if trimmed := _trimmed(rows):
+            if (found := _table(rows, _merged(data, sheet))) is not None:
                 used = [i for r in rows for i, c in enumerate(r[:MAX_COLS]) if c.strip()]
                 first = min(used) + 1
-                tables.append(SourceTable(rows=trimmed, name=sheet.title, first_col=first))
+                tables.append(found.model_copy(update={"name": sheet.title, "first_col": first}))
     finally:
         book.close()
     return [], tables
+
+
+_MERGE = re.compile(r'<mergeCell ref="([A-Z]+[0-9]+):([A-Z]+[0-9]+)"')
+
+
+def _merged(data: bytes, sheet: Any) -> list[Span]:
+    """A sheet's merged cells, from its part's `<mergeCells>` (a read-only sheet keeps none)."""
+    from openpyxl.utils.cell import coordinate_to_tuple
+
+    path = getattr(sheet, "_worksheet_path", None)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            xml = archive.read(path).decode("utf-8", "replace") if path else ""
+    except (KeyError, zipfile.BadZipFile, OSError):
+        return []
+    spans = []
+    for start, end in _MERGE.findall(xml):
+        (r0, c0), (r1, c1) = coordinate_to_tuple(start), coordinate_to_tuple(end)
+        spans.append(Span(row=r0 - 1, col=c0 - 1, rows=r1 - r0 + 1, cols=c1 - c0 + 1))
+    return spans
 
 
 def _csv(data: bytes) -> tuple[list[Item], list[SourceTable]]:

@@ -67,8 +67,9 @@ def _xlsx() -> bytes:
     sheet = book.active
     assert sheet is not None
     sheet.title = "Lock lifts"
-    for row in [["Lock", "Lift (m)", "Gates"], ["Caen Hill", 72.3, 16], ["Tardebigge", 67.1, 30]]:
+    for row in [["Lock", "Lift and gates", ""], ["Caen Hill", 72.3, 16], ["Tardebigge", 67.1, 30]]:
         sheet.append(row)
+    sheet.merge_cells("B1:C1")
     sheet.column_dimensions["A"].width = 20
     out = io.BytesIO()
     book.save(out)
@@ -162,10 +163,12 @@ def test_an_ods_sheet_is_a_titled_table_and_an_odp_keeps_its_speaker_notes(tmp_p
     assert blocks[0].text == "Lock lifts" and blocks[0].type is BlockType.title
     table = next(b for b in blocks if b.type is BlockType.table)
     assert [[c.text for c in table.cells if c.row == r] for r in range(3)] == [
-        ["Lock", "Lift (m)", "Gates"],
+        ["Lock", "Lift and gates"],
         ["Caen Hill", "72.3", "16"],
         ["Tardebigge", "67.1", "30"],
     ]
+    merged = [(c.row, c.col, c.col_span) for c in table.cells if c.col_span > 1]
+    assert merged == [(0, 1, 2)]
     deck = _extract(_converted(tmp_path, _pptx(), "ferry.pptx", "odp"), "ferry.odp")
     assert deck.page_count == 2, "the notes pages are not pages of their own"
     first = _blocks(deck)[: len(deck.pages[0].blocks)]
