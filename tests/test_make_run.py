@@ -80,8 +80,9 @@ def _make_run(tmp_path: Path, sig: signal.Signals, to_make: bool = False) -> tup
 def test_make_run_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
     status, output = _make_run(tmp_path, sig)
     # a server's clean stop leaves make nothing to report; GNU make, interrupted itself (Ctrl-C
-    # reaches the whole group), then ends by SIGINT as every interrupted program does, silently
-    assert status == (0 if sig is signal.SIGTERM else -signal.SIGINT), output
+    # reaches the whole group), then ends by SIGINT as every interrupted program does, silently,
+    # unless its recipe had already ended cleanly when it took the signal (seen on a loaded box)
+    assert status in ((0,) if sig is signal.SIGTERM else (-signal.SIGINT, 0)), output
     assert f"folio stopped cleanly ({sig.name})" in output, output
     assert "make: ***" not in output and "Terminated" not in output, output
     assert "Loading weights" not in output and "it/s]" not in output, output  # no bar in a log
