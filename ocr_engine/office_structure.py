@@ -209,24 +209,18 @@ def _pptx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
     return items, tables
 
 
-def _shown(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def _xlsx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
     import openpyxl
+
+    from ocr_engine.cell_format import shown_value
 
     book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     tables = []
     try:
         for sheet in book.worksheets:
             rows = [
-                [_shown(v) for v in row]
-                for row in sheet.iter_rows(max_row=MAX_ROWS, max_col=MAX_COLS, values_only=True)
+                [shown_value(c.value, getattr(c, "number_format", "General")) for c in row]
+                for row in sheet.iter_rows(max_row=MAX_ROWS, max_col=MAX_COLS)
             ]
             if (found := _table(rows, _merged(data, sheet))) is not None:
                 used = [i for r in rows for i, c in enumerate(r[:MAX_COLS]) if c.strip()]
