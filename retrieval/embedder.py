@@ -7,7 +7,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -25,6 +25,7 @@ __all__ = [
     "EmbedderError",
     "SentenceTransformerEmbedder",
     "TokenCounter",
+    "embed_in_batches",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,21 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+
+def embed_in_batches(
+    encode: Callable[[list[str]], np.ndarray], texts: Sequence[str], dim: int, batch_size: int
+) -> np.ndarray:
+    """`encode` over `texts` in batches, longest first (less padding); shape (len(texts), dim)."""
+    if not texts:
+        return np.empty((0, dim), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    vectors = np.empty((len(texts), dim), dtype=np.float32)
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        vectors[batch] = encode([texts[i] for i in batch])
+        time.sleep(0)  # let a waiting query take the model's lock between batches
+    return vectors
 
 
 def default_model_path() -> Path:
@@ -167,15 +183,7 @@ class SentenceTransformerEmbedder:
 
         The model is locked per batch, so a query waits for one batch at most, not the whole call.
         """
-        if not texts:
-            return np.empty((0, self._dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # less padding per batch
-        vectors = np.empty((len(texts), self._dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            vectors[batch] = self._encode([texts[i] for i in batch])
-            time.sleep(0)  # let a waiting query take the lock between batches
-        return vectors
+        return embed_in_batches(self._encode, texts, self._dim, self.batch_size)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one question; shape (dim,)."""

@@ -6,14 +6,13 @@ import importlib.util
 import logging
 import os
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval.embedder import DEFAULT_BATCH_SIZE, EmbedderError
+from retrieval.embedder import DEFAULT_BATCH_SIZE, EmbedderError, embed_in_batches
 from retrieval.rerank import onnx_feed, open_onnx
 
 if TYPE_CHECKING:
@@ -83,15 +82,7 @@ class OnnxEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed passages in batches of `batch_size`, longest first (less padding per batch)."""
-        if not texts:
-            return np.empty((0, self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            vectors[batch] = self._encode([texts[i] for i in batch])
-            time.sleep(0)  # let a waiting query take the lock between batches
-        return vectors
+        return embed_in_batches(self._encode, texts, self.dim, self.batch_size)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one question, after the model's query instruction."""

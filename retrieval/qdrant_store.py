@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, assert_never
+from typing import Any, TypeVar
 
 import numpy as np
 from qdrant_client import QdrantClient
@@ -22,6 +22,7 @@ from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from retrieval.index_meta import METADATA_KEY, IndexModel, QdrantCluster, settle_model
+from retrieval.qdrant_requests import check_vectors, index_params, qdrant_filter, server_query
 from retrieval.schema import Chunk
 from retrieval.store import StoreConfigError, StoreError, StoreUnavailableError, WriteHealth
 from retrieval.store_common import (
@@ -32,10 +33,6 @@ from retrieval.store_common import (
     VECTOR_NAME,
     FilterSpec,
     HybridParams,
-    IndexKind,
-    IntRange,
-    MatchAny,
-    MatchValue,
     chunk_payload,
     doc_filter,
     lexical_document,
@@ -44,7 +41,7 @@ from retrieval.store_common import (
 )
 from retrieval.store_reads import HybridQuery, StoreReads
 
-__all__ = ["DEFAULT_COLLECTION", "QdrantServerStore", "index_params", "qdrant_filter"]
+__all__ = ["DEFAULT_COLLECTION", "QdrantServerStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,54 +49,6 @@ DEFAULT_COLLECTION = "folio"
 # points per upsert request: 256 x 384 floats is ~1 MB of JSON, far below the server's 32 MB limit
 _UPSERT_BATCH = 256
 _T = TypeVar("_T")
-
-
-def qdrant_filter(spec: FilterSpec) -> qm.Filter:
-    """The qdrant-client filter for a shared filter description."""
-    must: list[qm.Condition] = []
-    for cond in spec.must:
-        if isinstance(cond, MatchValue):
-            must.append(qm.FieldCondition(key=cond.key, match=qm.MatchValue(value=cond.value)))
-        elif isinstance(cond, MatchAny):
-            match = qm.MatchAny(any=list(cond.values))
-            must.append(qm.FieldCondition(key=cond.key, match=match))
-        elif isinstance(cond, IntRange):
-            bounds = qm.Range(gte=cond.gte, lte=cond.lte)
-            must.append(qm.FieldCondition(key=cond.key, range=bounds))
-        else:
-            assert_never(cond)
-    must_not: list[qm.Condition] | None = None
-    if spec.exclude_ids:
-        must_not = [qm.HasIdCondition(has_id=list(spec.exclude_ids))]
-    return qm.Filter(must=must, must_not=must_not)
-
-
-def _server_query(collection: str, query: HybridQuery) -> Callable[[QdrantClient], Any]:
-    """One `query_points` call: dense only, or both lists fused by Qdrant."""
-    flt = qdrant_filter(query.filter) if query.filter is not None else None
-    common: dict[str, Any] = {
-        "collection_name": collection,
-        "query_filter": flt,
-        "limit": query.limit,
-        "with_payload": True,
-        "with_vectors": False,
-    }
-    if query.lexical is None:
-        return partial(QdrantClient.query_points, query=query.dense, using=VECTOR_NAME, **common)
-    sparse = qm.SparseVector(indices=query.lexical.indices, values=query.lexical.values)
-    prefetch = [
-        qm.Prefetch(query=query.dense, using=VECTOR_NAME, filter=flt, limit=query.prefetch),
-        qm.Prefetch(query=sparse, using=LEXICAL_NAME, filter=flt, limit=query.prefetch),
-    ]
-    fusion = qm.RrfQuery(rrf=qm.Rrf(k=query.rrf_k, weights=query.weights))
-    return partial(QdrantClient.query_points, query=fusion, prefetch=prefetch, **common)
-
-
-def index_params(kind: IndexKind) -> qm.PayloadSchemaParams:
-    """The server's payload index for a shared index kind."""
-    if kind == "keyword":
-        return qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)
-    return qm.IntegerIndexParams(type=qm.IntegerIndexType.INTEGER, lookup=True, range=True)
 
 
 class QdrantServerStore(StoreReads):
@@ -193,7 +142,7 @@ class QdrantServerStore(StoreReads):
         return n
 
     def _query(self, query: HybridQuery) -> list[tuple[Any, float]]:
-        call = _server_query(self.collection, query)
+        call = server_query(self.collection, query)
         with self._reading():
             client = self._require()
             response = self._do(lambda: call(client))
@@ -318,7 +267,7 @@ class QdrantServerStore(StoreReads):
                 if not self._do(lambda: client.collection_exists(name)):
                     raise  # not a race with another process creating it
         info = self._do(lambda: client.get_collection(name))
-        self._check_vectors(info)
+        check_vectors(info, f"collection {name!r} at {self.where}", self._dim)
         self._check_model(info)
         if self._local:
             return  # local mode has no payload indexes (it warns and ignores them)
@@ -351,32 +300,6 @@ class QdrantServerStore(StoreReads):
         if record is not None:
             metadata = {METADATA_KEY: record.model_dump()}
             self._do(lambda: client.update_collection(self.collection, metadata=metadata))
-
-    def _check_vectors(self, info: qm.CollectionInfo) -> None:
-        vectors = info.config.params.vectors
-        params = vectors.get(VECTOR_NAME) if isinstance(vectors, dict) else None
-        where = f"collection {self.collection!r} at {self.where}"
-        if params is None:
-            raise StoreConfigError(
-                f"{where} has no {VECTOR_NAME!r} vector: it was not made by folio; "
-                "use another collection name"
-            )
-        if params.size != self._dim:
-            raise StoreConfigError(
-                f"{where} holds {params.size}-dim vectors, the embedder makes {self._dim}: "
-                "use another collection name or the embedding model it was built with"
-            )
-        if params.distance != qm.Distance.COSINE:
-            raise StoreConfigError(f"{where} uses {params.distance} distance, folio needs Cosine")
-        sparse = info.config.params.sparse_vectors or {}
-        if LEXICAL_NAME not in sparse:
-            raise StoreConfigError(
-                f"{where} has no {LEXICAL_NAME!r} sparse vector: it was built by an earlier "
-                "folio (or another program); delete the collection or set "
-                "FOLIO_QDRANT_COLLECTION to a new name, and folio ingests the documents again"
-            )
-        if sparse[LEXICAL_NAME].modifier != qm.Modifier.IDF:
-            raise StoreConfigError(f"{where}: {LEXICAL_NAME!r} must use the IDF modifier")
 
     def _points(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[qm.PointStruct]:
         matrix = vector_rows(chunks, vectors, self._dim)

@@ -15,7 +15,8 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from retrieval.edge_store import EdgeStore
-from retrieval.qdrant_store import QdrantServerStore, index_params, qdrant_filter
+from retrieval.qdrant_requests import index_params, qdrant_filter
+from retrieval.qdrant_store import QdrantServerStore
 from retrieval.schema import Chunk, SearchFilter
 from retrieval.store import StoreConfigError, StoreUnavailableError, VectorStore
 from retrieval.store_common import PAYLOAD_INDEXES, VECTOR_NAME, stale_filter
