@@ -3,7 +3,6 @@ written in words and cited to the cell's own box, never a raw markdown row."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import cache
 from urllib.parse import parse_qsl, urlsplit
 
@@ -295,27 +294,6 @@ def test_a_header_left_open_by_a_comma_does_not_run_into_the_value() -> None:
     ]
 
 
-def test_a_question_of_the_year_is_not_answered_from_a_quarterly_table() -> None:
-    """ "Revenues in 2017" is the year's total, not a quarter's: the quarterly table's columns
-    say only "December 31", its heading says they are quarters."""
-    quarters = rows_chunk(
-        [
-            "| | December 31 | September 30 |",
-            "| 2017 | | |",
-            "| Total revenues | $ 3,285,755 | $ 2,984,859 |",
-        ]
-    ).model_copy(update={"section_path": ["12. Selected Quarterly Financial Data (Unaudited)"]})
-    year = rows_chunk(["| | 2017 | 2016 |", "| Revenues | $ 11,692,713 | $ 8,830,669 |"])
-    year = year.model_copy(
-        update={"chunk_id": "c0001", "section_path": ["Statements of Operations"]}
-    )
-    hits = [ScoredChunk(chunk=quarters, score=0.9), ScoredChunk(chunk=year, score=0.8)]
-    answer = extractive_answer(
-        "What were Netflix's revenues in 2017?", hits, embedder=_model(), options=OPTIONS
-    )
-    assert answer.citations[0].quote == "Revenues, 2017: $ 11,692,713", answer.text
-
-
 def test_the_unit_is_said_once_after_the_value() -> None:
     chunk = rows_chunk(
         [
@@ -327,36 +305,3 @@ def test_the_unit_is_said_once_after_the_value() -> None:
     assert [c.text for c in table_cells(chunk)][1] == (
         "Total revenues, September 30: $ 2,984,859 (in thousands, except for per share data)"
     )
-
-
-def test_a_quarter_of_an_annual_reports_year_is_the_column_of_its_last_month() -> None:
-    """A 10-K's quarterly table heads its columns "December 31", "September 30": where the
-    fiscal year ends December 31, the fourth quarter is December's column (it cited Q3's)."""
-    from datetime import date
-
-    from retrieval.doc_card import DocKind, DocumentCard
-
-    chunk = rows_chunk(
-        [
-            "| | December 31 | September 30 | June 30 |",
-            "| 2017 | | | |",
-            "| Gross profit | 1,178,401 | 991,879 | 883,156 |",
-        ]
-    )
-    card = DocumentCard(
-        organisation="Netflix, Inc",
-        kind=DocKind.annual_report,
-        form="10-K",
-        year=2017,
-        period_end=date(2017, 12, 31),
-    )
-    options = replace(OPTIONS, card_of=lambda _doc_id: card)
-    hits = [ScoredChunk(chunk=chunk, score=0.9)]
-    for question, value in (("fourth quarter", "1,178,401"), ("Q3", "991,879")):
-        answer = extractive_answer(
-            f"What was Netflix's gross profit in the {question} of 2017?",
-            hits,
-            embedder=_model(),
-            options=options,
-        )
-        assert answer.citations[0].quote.endswith(f": {value}"), answer.text
