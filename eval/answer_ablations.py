@@ -32,7 +32,21 @@ def _set(module: Any, name: str, value: Any) -> Callable[[], None]:
     return lambda: setattr(module, name, old)
 
 
-def _meet_rules() -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
+def _with_options(**changes: Any) -> Callable[[], None]:
+    """The retriever's answer options with `changes`, for every question."""
+    from dataclasses import replace
+
+    from retrieval.search import Retriever
+
+    drawn = Retriever.answer_options
+
+    def changed(self: Retriever, *args: Any, **kwargs: Any) -> Any:
+        return replace(drawn(self, *args, **kwargs), **changes)
+
+    return _set(Retriever, "answer_options", changed)
+
+
+def _rules() -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
     from retrieval.answer import meet
 
     def keep_all(_q: str, found: Any, *_rest: Any) -> Any:
@@ -43,6 +57,30 @@ def _meet_rules() -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
         "closest-label": (
             "of equally named rows, the label saying least else, the whole's",
             lambda: _set(meet, "_closest_labels", keep_all),
+        ),
+        "heading-lead": (
+            "a section heading more like the question than any sentence leads the answer",
+            lambda: _with_options(heading_lead=float("inf")),
+        ),
+        "table-rest": (
+            "a hit's other row groups of its table on its page are candidates too",
+            lambda: _with_options(table_rest=None),
+        ),
+        "lead-in": (
+            "a lead-in whose table is not among the hits is cited with the chunks after it",
+            lambda: _with_options(following=None),
+        ),
+        "unit": (
+            "a cited cell says the unit its table's neighbours state",
+            lambda: _with_options(unit_of=None),
+        ),
+        "owner": (
+            "no answer when the question names an owner no document is named by",
+            lambda: _with_options(subjects=()),
+        ),
+        "cells": (
+            "table rows read as cells with their row label and column headers",
+            lambda: _with_options(cells=False),
         ),
     }
 
@@ -78,7 +116,7 @@ def compare(base: Path, run: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("tune", "check"), default="check")
-    rules = _meet_rules()
+    rules = _rules()
     parser.add_argument("--without", action="append", choices=sorted(rules), default=[])
     parser.add_argument("--index", type=Path, action="append", default=[])
     parser.add_argument("--dataset", action="append", default=[])

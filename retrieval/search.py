@@ -347,7 +347,6 @@ class Retriever:
             min_support=self.min_support,
             layout=self.layout,
             pages=(req.page_from, req.page_to) if place is None else (place.first, place.last),
-            caption=place.label if place is not None else "",
             following=self.following,
             table_rest=self.table_rest,
             unit_of=self.unit_of,

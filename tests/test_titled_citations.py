@@ -4,8 +4,6 @@ words are not a title."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ingest.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
 from retrieval.answer import AnswerOptions, extractive_answer
@@ -142,12 +140,3 @@ def test_a_short_title_over_a_wide_table_of_figures_names_all_of_it() -> None:
     )
     layouts = PageLayouts(lambda _doc_id, _number: page)
     assert layouts.titled("a" * 64, 1, title, caption=False) == table
-
-
-def test_a_figure_the_question_names_is_cited_first_with_its_figure() -> None:
-    question = "In Figure 1, are Republicans twice as likely as Democrats to expect it to grow?"
-    plain = _first_citation(question)
-    assert not plain.quote.startswith("Figure 1"), "the words alone cite the prose"
-    named = _first_citation(question, replace(OPTIONS, caption="figure 1"))
-    assert named.quote.startswith("Figure 1: Growth of the partisan gap")
-    assert named.bbox == (108.0, 72.0, 504.0, 330.0)  # the caption and the figure above it

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from retrieval.page_refs import captions
 from retrieval.rerank import RerankError
 from retrieval.schema import ScoredChunk
 from retrieval.text_terms import stems
@@ -84,8 +83,6 @@ def extractive_answer(
         chosen = sentences[:1]
     if lead is not None:
         chosen = [lead, *chosen][:max_sentences]
-    if options.caption:
-        chosen = _captioned_first(chosen, sentences, options.caption, max_sentences)
     if (
         chosen[0].cell is not None and id(chosen[0]) in met
     ):  # the cell asked for, not its row's others
@@ -132,13 +129,3 @@ def _heading_lead(
         if block is not None or _opens(chunk, box):
             return replace(found[i], heading=box, heads=block), float(similarity[i])
     return None, support
-
-
-def _captioned_first(
-    chosen: list[_Sentence], sentences: list[_Sentence], label: str, most: int
-) -> list[_Sentence]:
-    """The chosen sentences after the first that captions `label`, if any sentence does."""
-    caption = next((s for s in sentences if s.cell is None and captions(s.text, label)), None)
-    if caption is None:
-        return chosen
-    return [caption, *(s for s in chosen if s is not caption)][:most]

@@ -46,9 +46,7 @@ class AnswerOptions:
     document: an answer must come from hits whose text writes one of them, else there is none
     ("Apple's iPhone revenue" is not answered from Best Buy's revenue); `unit_of` gives the
     unit a table's neighbours state (`table_unit`, a store lookup), for a cited cell whose own
-    lines name none; `caption` is the label of a figure or table the question names ("figure
-    3"): a sentence of the hits that captions it is cited first (with what it captions, as any
-    caption), since what the question asks is in that figure or table; a section heading over a
+    lines name none; a section heading over a
     hit's chunk leads the answer when it is more like the question than the best sentence by
     `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md); with a `judge` (a
     cross-encoder, FOLIO_ANSWER_JUDGE) the best candidates by those scores are ordered again by
@@ -67,7 +65,6 @@ class AnswerOptions:
     card_of: Callable[[str], DocumentCard | None] | None = None
     subjects: tuple[str, ...] = ()
     unit_of: Callable[[Chunk], str] | None = None
-    caption: str = ""
     heading_lead: float = HEADING_LEAD
     judge: Reranker | None = None
 
