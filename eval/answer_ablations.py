@@ -32,8 +32,9 @@ def _set(module: Any, name: str, value: Any) -> Callable[[], None]:
     return lambda: setattr(module, name, old)
 
 
-def _with_options(**changes: Any) -> Callable[[], None]:
-    """The retriever's answer options with `changes`, for every question."""
+def _with_options(group: str = "", **changes: Any) -> Callable[[], None]:
+    """The retriever's answer options with `changes` (of its `group`: scope, lookups), for every
+    question."""
     from dataclasses import replace
 
     from retrieval.search import Retriever
@@ -41,7 +42,10 @@ def _with_options(**changes: Any) -> Callable[[], None]:
     drawn = Retriever.answer_options
 
     def changed(self: Retriever, *args: Any, **kwargs: Any) -> Any:
-        return replace(drawn(self, *args, **kwargs), **changes)
+        options = drawn(self, *args, **kwargs)
+        if group:
+            return replace(options, **{group: replace(getattr(options, group), **changes)})
+        return replace(options, **changes)
 
     return _set(Retriever, "answer_options", changed)
 
@@ -64,19 +68,19 @@ def _rules() -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
         ),
         "table-rest": (
             "a hit's other row groups of its table on its page are candidates too",
-            lambda: _with_options(table_rest=None),
+            lambda: _with_options("lookups", table_rest=None),
         ),
         "lead-in": (
             "a lead-in whose table is not among the hits is cited with the chunks after it",
-            lambda: _with_options(following=None),
+            lambda: _with_options("lookups", following=None),
         ),
         "unit": (
             "a cited cell says the unit its table's neighbours state",
-            lambda: _with_options(unit_of=None),
+            lambda: _with_options("lookups", unit_of=None),
         ),
         "owner": (
             "no answer when the question names an owner no document is named by",
-            lambda: _with_options(subjects=()),
+            lambda: _with_options("scope", subjects=()),
         ),
         "cells": (
             "table rows read as cells with their row label and column headers",

@@ -10,18 +10,14 @@ from typing import NamedTuple
 from ocr_engine.errors import BadInputError
 from retrieval.answer import (
     DENSE_POOL,
-    FOLLOW_AHEAD,
     MIN_SUPPORT,
     RANK_PRIOR,
-    TABLE_REACH,
     Answer,
     AnswerOptions,
-    around_ids,
+    Scope,
     extractive_answer,
-    following_ids,
-    table_pieces,
-    table_unit,
 )
+from retrieval.chunk_lookups import store_lookups
 from retrieval.doc_card import CARD_KIND, Contents
 from retrieval.doc_names import NamedDocuments, NameMatch
 from retrieval.embedder import Embedder
@@ -341,20 +337,21 @@ class Retriever:
         names = ranked.names if ranked is not None else None
         names = names or self._match(req.question, search_filter(req))
         place = ranked.place if ranked is not None else None
+        scope = Scope(
+            pages=(req.page_from, req.page_to) if place is None else (place.first, place.last),
+            name_terms=_name_terms(req.question, names),
+            subjects=self._unknown_subjects(req),
+        )
+        card_of = self.names.card if self.names is not None else None
+        lookups = store_lookups(self.store, self.layout, card_of)
         return AnswerOptions(
             max_hits=self.answer_hits,
             dense_pool=self.dense_sentences,
             min_support=self.min_support,
-            layout=self.layout,
-            pages=(req.page_from, req.page_to) if place is None else (place.first, place.last),
-            following=self.following,
-            table_rest=self.table_rest,
-            unit_of=self.unit_of,
-            name_terms=_name_terms(req.question, names),
-            card_of=self.names.card if self.names is not None else None,
-            subjects=self._unknown_subjects(req),
             rank_prior=self.rank_prior if reranked else 0.0,
             judge=self.answer_judge,
+            scope=scope,
+            lookups=lookups,
         )
 
     def _unknown_subjects(self, req: QueryRequest) -> tuple[str, ...]:
@@ -363,22 +360,6 @@ class Retriever:
         if self.names is None or req.doc_ids:
             return ()
         return self.names.unknown_subjects(req.question)
-
-    def table_rest(self, chunk: Chunk) -> list[Chunk]:
-        """The other row groups of `chunk`'s table on its page, from the store."""
-        return table_pieces(chunk, self._nearby(chunk, TABLE_REACH))
-
-    def unit_of(self, chunk: Chunk) -> str:
-        """The unit a table chunk's neighbours state (`table_unit`), from the store."""
-        return table_unit(chunk, self._nearby(chunk, TABLE_REACH + 1))
-
-    def following(self, chunk: Chunk) -> list[Chunk]:
-        """The few chunks after `chunk` in its document, from the store."""
-        return self.store.get(chunk.doc_id, following_ids(chunk.chunk_id, FOLLOW_AHEAD))
-
-    def _nearby(self, chunk: Chunk, reach: int) -> list[Chunk]:
-        """The `reach` chunks on either side of `chunk` in its document, from the store."""
-        return self.store.get(chunk.doc_id, around_ids(chunk.chunk_id, reach))
 
     def query(self, req: QueryRequest) -> QueryResponse:
         """Search with the request's filters and answer from the hits."""

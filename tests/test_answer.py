@@ -10,6 +10,8 @@ import numpy as np
 from ocr_engine.char_widths import char_starts
 from retrieval.answer import (
     AnswerOptions,
+    Lookups,
+    Scope,
     extractive_answer,
     following_ids,
     sentence_spans,
@@ -269,11 +271,13 @@ def test_a_page_filter_keeps_the_citations_on_its_pages() -> None:
     hits = [ScoredChunk(chunk=chunk, score=0.9)]
     unfiltered = extractive_answer("net debt", hits)
     assert {c.page for c in unfiltered.citations} == {8, 9}
-    on_nine = extractive_answer("net debt", hits, options=AnswerOptions(pages=(9, 9)))
+    on_nine = extractive_answer("net debt", hits, options=AnswerOptions(scope=Scope(pages=(9, 9))))
     assert [c.page for c in on_nine.citations] == [9]
     assert on_nine.text == "Net debt was 52 million in 2022. [1]"
     # a filter no sentence meets does not empty the answer
-    assert extractive_answer("net debt", hits, options=AnswerOptions(pages=(20, None))).citations
+    assert extractive_answer(
+        "net debt", hits, options=AnswerOptions(scope=Scope(pages=(20, None)))
+    ).citations
 
 
 def test_a_dense_pool_of_zero_ranks_by_terms_alone() -> None:
@@ -429,7 +433,7 @@ def test_a_lead_in_whose_table_is_no_hit_is_cited_with_the_chunks_the_store_has_
         return [header, table]
 
     hits = [ScoredChunk(chunk=lead_in, score=0.9)]  # one chunk per page: the table is no hit
-    options = AnswerOptions(following=following)
+    options = AnswerOptions(lookups=Lookups(following=following))
     cited = extractive_answer(question, hits, options=options, max_sentences=1).citations[0]
     assert asked == ["c0020"]
     assert cited.quote == (
@@ -444,7 +448,7 @@ def test_a_lead_in_whose_table_is_no_hit_is_cited_with_the_chunks_the_store_has_
             "regions": [r.model_copy(update={"page": 13}) for r in table.regions],
         }
     )
-    options = AnswerOptions(following=lambda chunk: [far])
+    options = AnswerOptions(lookups=Lookups(following=lambda chunk: [far]))
     alone = extractive_answer(question, hits, options=options, max_sentences=1).citations[0]
     assert alone.quote == "The following table presents the Company's debt investments:"
     assert [r.page for r in alone.regions] == [11]

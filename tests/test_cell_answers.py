@@ -11,7 +11,7 @@ import pytest
 from doubles.builders import one_line_block, one_page_document, rows_chunk, table_block
 from ingest.chunker import chunk_document
 from ocr_engine.schema import BlockType, Document
-from retrieval.answer import AnswerOptions, extractive_answer
+from retrieval.answer import AnswerOptions, Lookups, extractive_answer
 from retrieval.cells import periods, table_cells
 from retrieval.embedder import SentenceTransformerEmbedder
 from retrieval.links import highlight_of, parse_boxes
@@ -52,7 +52,9 @@ def _cell_box(row: int, col: int) -> tuple[float, float, float, float]:
     return cell.bbox
 
 
-OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
+OPTIONS = AnswerOptions(
+    lookups=Lookups(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
+)
 
 
 @cache
@@ -114,7 +116,9 @@ def test_a_row_far_below_its_headings_is_previewed_under_them() -> None:
     document = one_page_document([table], doc_id="u" * 64, source="long.pdf")
     chunks = chunk_document(document, count_tokens=lambda t: len(t.split()))
     hits = [ScoredChunk(chunk=c, score=0.9) for c in chunks if c.kind.startswith("table")]
-    options = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: document.pages[n - 1]))
+    options = AnswerOptions(
+        lookups=Lookups(layout=PageLayouts(lambda _doc_id, n: document.pages[n - 1]))
+    )
     answer = extractive_answer("Total revenues in 2022", hits, options=options)
     first = answer.citations[0]
     assert first.quote.startswith("Total revenues, 2022: 66,608")
@@ -138,7 +142,9 @@ def test_a_row_dated_by_a_year_row_is_previewed_under_its_headings_and_that_year
     document = one_page_document([table], doc_id="q" * 64, source="quarters.pdf")
     chunks = chunk_document(document, count_tokens=lambda t: len(t.split()))
     hits = [ScoredChunk(chunk=c, score=0.9) for c in chunks if c.kind.startswith("table")]
-    options = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: document.pages[n - 1]))
+    options = AnswerOptions(
+        lookups=Lookups(layout=PageLayouts(lambda _doc_id, n: document.pages[n - 1]))
+    )
     answer = extractive_answer("Total revenues, September 30, 2016", hits, options=options)
     first = answer.citations[0]
     assert first.quote == "Total revenues, September 30, 2016: 66,608"

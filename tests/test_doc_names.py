@@ -233,13 +233,15 @@ def test_the_answer_reads_a_documents_fiscal_calendar_from_its_card(tmp_path: Pa
     embedder, store = _index(tmp_path, [_chunk(quarter, "doc_0008.pdf", 1, "Balance sheets.")])
     retriever = Retriever(embedder, store, names=names)
     options = retriever.answer_options(QueryRequest(question="Best Buy's Q2 FY2024 payables?"))
-    assert options.card_of is not None
-    read = options.card_of(quarter)
+    assert options.lookups.card_of is not None
+    read = options.lookups.card_of(quarter)
     assert read is not None and read.fiscal_calendar == ("2024", "2023")
-    annual = options.card_of("3" * 64)  # an annual report ending in its year
+    annual = options.lookups.card_of("3" * 64)  # an annual report ending in its year
     assert annual is None or annual.fiscal_calendar is None
     assert (
-        Retriever(embedder, store).answer_options(QueryRequest(question="Payables?")).card_of
+        Retriever(embedder, store)
+        .answer_options(QueryRequest(question="Payables?"))
+        .lookups.card_of
         is None
     )
     store.close()

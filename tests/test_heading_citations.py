@@ -10,7 +10,7 @@ import pytest
 
 from ingest.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
-from retrieval.answer import Answer, AnswerOptions, answer_texts, extractive_answer
+from retrieval.answer import Answer, AnswerOptions, Lookups, Scope, answer_texts, extractive_answer
 from retrieval.embedder import Embedder
 from retrieval.page_layout import PageLayouts
 from retrieval.schema import ScoredChunk
@@ -56,7 +56,9 @@ def _document() -> Document:
 
 
 DOCUMENT = _document()
-OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
+OPTIONS = AnswerOptions(
+    lookups=Lookups(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
+)
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +100,7 @@ def test_without_the_page_layout_no_heading_is_cited(embedder: Embedder) -> None
 
 
 def test_a_heading_off_the_pages_asked_about_is_not_cited(embedder: Embedder) -> None:
-    options = replace(OPTIONS, pages=(2, 3))  # a page range the chunks do not reach
+    options = replace(OPTIONS, scope=Scope(pages=(2, 3)))  # a page range the chunks do not reach
     answer = _answer("How many button functions are there during a workout?", embedder, options)
     assert all(not c.quote.startswith(HEADING) for c in answer.citations)
 
@@ -180,7 +182,7 @@ def _workout_answer(embedder: Embedder, functions: list[tuple[str, str]]) -> Ans
     page = Page(number=1, width=612, height=1600, engine=EngineInfo(name="test"), blocks=blocks)
     document = Document(doc_id="d" * 64, source="t.pdf", page_count=1, pages=[page])
     chunks = chunk_document(document, count_tokens=lambda t: len(t.split()), max_tokens=400)
-    options = AnswerOptions(layout=PageLayouts(lambda _doc_id, _n: page))
+    options = AnswerOptions(lookups=Lookups(layout=PageLayouts(lambda _doc_id, _n: page)))
     return extractive_answer(
         "How many button functions are there during a workout?",
         [ScoredChunk(chunk=c, score=1.0) for c in chunks],

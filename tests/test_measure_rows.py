@@ -13,7 +13,7 @@ import numpy as np
 from doubles.builders import one_line_block, one_page_document, table_block
 from ingest.chunker import chunk_document
 from ocr_engine.schema import BlockType
-from retrieval.answer import AnswerOptions, extractive_answer
+from retrieval.answer import AnswerOptions, Lookups, Scope, extractive_answer
 from retrieval.cells import table_cells
 from retrieval.doc_card import DocumentCard
 from retrieval.embedder import SentenceTransformerEmbedder
@@ -104,7 +104,7 @@ def test_the_company_asked_about_names_no_row() -> None:
         }
     )
     question = "What was Contoso's long-term debt in 2023?"
-    names = AnswerOptions(name_terms=frozenset(stems("Contoso")))
+    names = AnswerOptions(scope=Scope(name_terms=frozenset(stems("Contoso"))))
     first = _first(question, note, CASH_AND_DEBT, options=names)
     assert first.startswith("Long-term debt, 2023: 41,990")
 
@@ -155,7 +155,7 @@ def test_a_fiscal_quarter_meets_the_column_dated_in_its_calendar_year() -> None:
     assert DocumentCard(year=2024).fiscal_calendar is None
 
     question = "What were accounts payable at the end of Q2 FY2024?"
-    calendar = AnswerOptions(card_of=lambda _doc_id: card)
+    calendar = AnswerOptions(lookups=Lookups(card_of=lambda _doc_id: card))
     first = _first(question, QUARTER, options=calendar)
     assert first.startswith("Accounts payable, July 29, 2023: 5,471")
 
@@ -328,7 +328,7 @@ def test_a_total_row_counts_what_its_column_names() -> None:
         ["In fiscal 2024 we plan to close 20 to 30 large format stores and open 5 outlets."],
     )
     question = "How many stores did Best Buy have at the end of the quarter in fiscal 2024?"
-    company = AnswerOptions(name_terms=frozenset(stems("Best Buy")))
+    company = AnswerOptions(scope=Scope(name_terms=frozenset(stems("Best Buy"))))
     for chunks in [(stores, plans), (plans, stores)]:
         answer = _first(question, *chunks, options=company)
         assert answer.startswith("Total, Fiscal 2024 Stores at End of Quarter: 969"), answer

@@ -13,11 +13,13 @@ from ingest.chunker import chunk_document
 from ocr_engine.schema import BlockType, Document
 from retrieval.answer import (
     AnswerOptions,
+    Lookups,
     around_ids,
     extractive_answer,
     table_pieces,
     table_unit,
 )
+from retrieval.chunk_lookups import StoreLookups
 from retrieval.edge_store import EdgeStore
 from retrieval.schema import Chunk, ScoredChunk
 from retrieval.search import Retriever
@@ -76,7 +78,7 @@ def test_the_answer_reads_the_row_group_beside_the_hit() -> None:
     whole = extractive_answer(
         QUESTION,
         hits,
-        options=AnswerOptions(table_rest=lambda c: table_pieces(c, chunks)),
+        options=AnswerOptions(lookups=Lookups(table_rest=lambda c: table_pieces(c, chunks))),
         max_sentences=1,
     )
     assert whole.text is not None and whole.text.startswith(
@@ -121,7 +123,7 @@ def test_the_retriever_looks_up_the_rest_of_the_table_in_the_store(tmp_path: Pat
     chunks = _chunks()
     with _retriever_over(chunks, tmp_path) as retriever:
         hit = _holding(chunks, "Total assets")
-        found = retriever.table_rest(hit)
+        found = StoreLookups(retriever.store).table_rest(hit)
         assert {c.chunk_id for c in found} == {c.chunk_id for c in table_pieces(hit, chunks)}
 
 
@@ -176,7 +178,9 @@ def test_a_cell_takes_the_unit_its_tables_lead_in_states() -> None:
     assert table_unit(whole, _led_chunks(max_tokens=120)) == "$ in millions"
     hits = [ScoredChunk(chunk=hit, score=0.9)]
     options = AnswerOptions(
-        table_rest=lambda c: table_pieces(c, chunks), unit_of=lambda c: table_unit(c, chunks)
+        lookups=Lookups(
+            table_rest=lambda c: table_pieces(c, chunks), unit_of=lambda c: table_unit(c, chunks)
+        )
     )
     answer = extractive_answer(QUESTION, hits, options=options, max_sentences=1)
     expected = "Merchandise inventories, February 2, 2019: 5,409 ($ in millions)"
@@ -205,4 +209,7 @@ def test_a_unit_is_read_only_from_the_paragraph_that_leads_into_the_table() -> N
 def test_the_retriever_reads_a_tables_unit_from_the_store(tmp_path: Path) -> None:
     chunks = _led_chunks()
     with _retriever_over(chunks, tmp_path) as retriever:
-        assert retriever.unit_of(_holding(chunks, "Total equity")) == "$ in millions"
+        assert (
+            StoreLookups(retriever.store).unit_of(_holding(chunks, "Total equity"))
+            == "$ in millions"
+        )

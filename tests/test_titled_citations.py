@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ingest.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
-from retrieval.answer import AnswerOptions, extractive_answer
+from retrieval.answer import AnswerOptions, Lookups, extractive_answer
 from retrieval.page_layout import PageLayouts
 from retrieval.schema import Citation, ScoredChunk
 
@@ -83,7 +83,9 @@ def _document() -> Document:
 
 
 DOCUMENT = _document()
-OPTIONS = AnswerOptions(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
+OPTIONS = AnswerOptions(
+    lookups=Lookups(layout=PageLayouts(lambda _doc_id, n: DOCUMENT.pages[n - 1]))
+)
 
 
 def _first_citation(question: str, options: AnswerOptions = OPTIONS) -> Citation:

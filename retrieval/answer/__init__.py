@@ -18,7 +18,7 @@ from retrieval.answer.candidates import (
 )
 from retrieval.answer.cite import cite
 from retrieval.answer.extractive import extractive_answer
-from retrieval.answer.options import HEADING_LEAD, RANK_PRIOR, Answer, AnswerOptions
+from retrieval.answer.options import HEADING_LEAD, RANK_PRIOR, Answer, AnswerOptions, Lookups, Scope
 from retrieval.answer.scores import MIN_SUPPORT, min_support_for
 from retrieval.schema import DENSE_POOL
 from retrieval.text_terms import sentence_spans, terms
@@ -32,7 +32,9 @@ __all__ = [
     "TABLE_REACH",
     "Answer",
     "AnswerOptions",
+    "Lookups",
     "PageRange",
+    "Scope",
     "answer_texts",
     "around_ids",
     "cite",

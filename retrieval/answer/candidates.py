@@ -103,7 +103,7 @@ def answer_texts(chunk: Chunk) -> list[str]:
 def _with_table_rest(
     hits: list[ScoredChunk], table_rest: Callable[[Chunk], Sequence[Chunk]] | None
 ) -> tuple[list[ScoredChunk], list[int]]:
-    """The hits, each followed by the other pieces of its table (`AnswerOptions.table_rest`)
+    """The hits, each followed by the other pieces of its table (`Lookups.table_rest`)
     that are not hits themselves, scored as the hit; and the rank of the hit each comes from."""
     if table_rest is None:
         return hits, list(range(len(hits)))

@@ -64,10 +64,10 @@ def _cell_evidence(
     """Where a table cell is (its box, else its row's; its preview shows the row, label
     included, under its table's column headings) and its words."""
     line = chunk.lines[cell.line]
-    box = options.layout.cell_box(chunk, line, cell.col) if options.layout else None
+    box = options.lookups.layout.cell_box(chunk, line, cell.col) if options.lookups.layout else None
     box = box or line.bbox
     row = union([line.bbox, box])
-    heads = options.layout.column_heads(chunk, line) if options.layout else None
+    heads = options.lookups.layout.column_heads(chunk, line) if options.lookups.layout else None
     parts = [row] if heads is None else [heads, row]
     dating = year_row_above(chunk, cell.line)
     if dating is not None and chunk.lines[dating].page == line.page:
@@ -122,9 +122,9 @@ def _cite_sentence(
         return cite(n, hit, [span], located=_cell_evidence(hit.chunk, sentence.cell, options))
     if sentence.heading is not None:
         return cite(n, hit, [span], located=_headed(hit.chunk, sentence))
-    following = options.following
+    following = options.lookups.following
     if not sentence.text.endswith((":", "：")):
-        titled = _titled(hit.chunk, sentence, options.layout)
+        titled = _titled(hit.chunk, sentence, options.lookups.layout)
         return cite(n, hit, [span], located=titled)
     text = hit.chunk.text
     if text[sentence.end :].strip():

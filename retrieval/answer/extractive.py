@@ -38,20 +38,22 @@ def extractive_answer(
     sentences the `embedder` (if any) ranks again, keeping those within 0.8 times the best. No
     answer (text None) without hits, or when no pooled sentence is as like the question as
     `options.min_support`."""
-    top, ranks = _with_table_rest(list(hits[: options.max_hits]), options.table_rest)
-    if options.subjects and not any(_writes(h.chunk.text, options.subjects) for h in top):
+    top, ranks = _with_table_rest(list(hits[: options.max_hits]), options.lookups.table_rest)
+    if options.scope.subjects and not any(
+        _writes(h.chunk.text, options.scope.subjects) for h in top
+    ):
         return Answer(None, [], 0.0 if embedder is not None else None)
-    sentences = _candidates(top, options.pages, options.cells) or _candidates(
+    sentences = _candidates(top, options.scope.pages, options.cells) or _candidates(
         top, cells=options.cells
     )
     if not sentences:
         return Answer(None, [], 0.0 if embedder is not None else None)
     meet = (
-        _meet(question, sentences, top, options.name_terms, options.card_of)
+        _meet(question, sentences, top, options.scope.name_terms, options.lookups.card_of)
         if options.cells
         else [1.0] * len(sentences)
     )
-    ranked = _rank(question, top, sentences, options.name_terms)
+    ranked = _rank(question, top, sentences, options.scope.name_terms)
     scores = [v * m for v, m in zip(ranked, meet, strict=True)]
     support: float | None = None
     if embedder is None:
@@ -87,8 +89,8 @@ def extractive_answer(
         chosen[0].cell is not None and id(chosen[0]) in met
     ):  # the cell asked for, not its row's others
         chosen = [s for s in chosen if s.cell is None or id(s) in met]
-    if options.unit_of is not None:
-        chosen = [_with_unit(s, top, options.unit_of) for s in chosen]
+    if options.lookups.unit_of is not None:
+        chosen = [_with_unit(s, top, options.lookups.unit_of) for s in chosen]
     citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
     spoken = [_said(s, c) for s, c in zip(chosen, citations, strict=True)]
     text = " ".join(f"{words} [{n}]" for n, words in enumerate(spoken, 1))
@@ -109,10 +111,10 @@ def _heading_lead(
     leads only with a word of the question other than the names of its documents, on the pages
     the options hold the answer to, and where the layout finds it on the page of its chunk's
     first line, above it, heading that chunk (`_opens`) or a figure or table (`Layout.headed`)."""
-    if options.layout is None or embedder is None:
+    if options.lookups.layout is None or embedder is None:
         return None, support
-    wanted = set(stems(question)) - options.name_terms
-    found = [h for h in _headings(hits, options.pages) if h.terms & wanted]
+    wanted = set(stems(question)) - options.scope.name_terms
+    found = [h for h in _headings(hits, options.scope.pages) if h.terms & wanted]
     if not found:
         return None, support
     asked = embedder.embed_query(question)
@@ -122,10 +124,10 @@ def _heading_lead(
             break
         chunk = hits[found[i].hit].chunk
         first = chunk.lines[0]
-        box = options.layout.heading(chunk.doc_id, first.page, found[i].text, first.bbox[1])
+        box = options.lookups.layout.heading(chunk.doc_id, first.page, found[i].text, first.bbox[1])
         if box is None:
             continue
-        block = options.layout.headed(chunk.doc_id, first.page, box)
+        block = options.lookups.layout.headed(chunk.doc_id, first.page, box)
         if block is not None or _opens(chunk, box):
             return replace(found[i], heading=box, heads=block), float(similarity[i])
     return None, support

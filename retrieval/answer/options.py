@@ -24,49 +24,58 @@ RANK_PRIOR = 1.0  # with a re-ranker: the second hit's sentences count half, the
 
 
 @dataclass(frozen=True)
+class Lookups:
+    """What the store and the page layouts tell the answer about its hits (None: not asked):
+    the `layout` boxes table cells (else their row) and says which figure or table a title or
+    caption names; `following` gives the chunks after a chunk in its document, for a lead-in
+    whose table is not among the hits; `table_rest` gives the other pieces, on its page, of a
+    table chunked in row groups, whose cells are candidates as if they were the hit's own (the
+    search keeps one chunk a page, and the row that answers can lie in its neighbour); `unit_of`
+    gives the unit a table's neighbours state, for a cited cell whose own lines name none;
+    `card_of` gives a document's card by doc_id (its fiscal calendar dates table columns)."""
+
+    layout: Layout | None = None
+    following: Callable[[Chunk], Sequence[Chunk]] | None = None
+    table_rest: Callable[[Chunk], Sequence[Chunk]] | None = None
+    unit_of: Callable[[Chunk], str] | None = None
+    card_of: Callable[[str], DocumentCard | None] | None = None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What the request says beyond the question's words: candidates on `pages` (its page
+    filter, or the pages it names) while any is; `name_terms`, stems of the words the question
+    names its documents by, lend no support (every page of those documents carries them);
+    `subjects`, owners the question names that name no document, must be written in a hit for
+    it to answer ("Apple's iPhone revenue" is not answered from Best Buy's revenue)."""
+
+    pages: PageRange = (None, None)
+    name_terms: frozenset[str] = frozenset()
+    subjects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AnswerOptions:
     """How an extractive answer is drawn: from the top `max_hits` hits; the `dense_pool` best
-    sentences by terms ranked again by embedding (0: by terms alone); cited on `pages` (a
-    request's page filter) while any sentence is; `following` gives the chunks after a chunk in
-    its document (a store lookup), for a lead-in whose table is not among the hits; below
-    `min_support` (the best pooled sentence's similarity to the question) there is no answer;
-    with `cells`, table rows are read as cells, boxed by the `layout` (else by their row), and
-    a title or caption is cited with the figure or table the layout says it names;
-    `name_terms` (stems of the words the question names its documents by) lend no support, since
-    every page of those documents carries them (a signature block would win on them); with a
-    `rank_prior`, a sentence's score is divided by 1 + `rank_prior` times its hit's rank (0 for
-    the first hit), so that a re-ranker's first page is cited first unless another is much
-    better supported (measured in docs/benchmarks.md); `table_rest` gives the other pieces, on
-    its page, of a table chunked in row groups (a store lookup), whose cells are candidates as
-    if they were the hit's own: the search keeps one chunk a page, and the row that answers can
-    lie in its neighbour; `card_of` gives, by doc_id, a document's card: where its fiscal year is
-    not the calendar year it ends in, "Q2 FY2024" meets a column dated "July 29, 2023" in it,
-    and a quarterly report's quarter dates a question naming that quarter alone ("at the end of
-    Q2"); `subjects` are names the question gives as the owner of what it asks that name no
-    document: an answer must come from hits whose text writes one of them, else there is none
-    ("Apple's iPhone revenue" is not answered from Best Buy's revenue); `unit_of` gives the
-    unit a table's neighbours state (`table_unit`, a store lookup), for a cited cell whose own
-    lines name none; a section heading over a
-    hit's chunk leads the answer when it is more like the question than the best sentence by
-    `heading_lead` (`_heading_lead`; measured in docs/benchmarks.md); with a `judge` (a
-    cross-encoder, FOLIO_ANSWER_JUDGE) the best candidates by those scores are ordered again by
-    it (`judge.judged`; "not found" stays the embedder's `min_support`)."""
+    candidates by terms ranked again by embedding (0: by terms alone); below `min_support` (the
+    best pooled candidate's similarity to the question) there is no answer; with `cells`, table
+    rows are read as cells; with a `rank_prior`, a candidate's score is divided by 1 +
+    `rank_prior` times its hit's rank (0 for the first hit), so that a re-ranker's first page is
+    cited first unless another is much better supported; a section heading over a hit's chunk
+    leads the answer when it is more like the question than the best candidate by
+    `heading_lead`; with a `judge` (a cross-encoder, FOLIO_ANSWER_JUDGE) the best candidates
+    are ordered again by it ("not found" stays the embedder's `min_support`). The request's
+    `scope` and the store's `lookups` are the rest (measured in docs/benchmarks.md)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
     min_support: float = MIN_SUPPORT
-    pages: PageRange = (None, None)
-    following: Callable[[Chunk], Sequence[Chunk]] | None = None
     cells: bool = True
-    layout: Layout | None = None
-    name_terms: frozenset[str] = frozenset()
     rank_prior: float = 0.0
-    table_rest: Callable[[Chunk], Sequence[Chunk]] | None = None
-    card_of: Callable[[str], DocumentCard | None] | None = None
-    subjects: tuple[str, ...] = ()
-    unit_of: Callable[[Chunk], str] | None = None
     heading_lead: float = HEADING_LEAD
     judge: Reranker | None = None
+    scope: Scope = Scope()
+    lookups: Lookups = Lookups()
 
 
 class Answer(NamedTuple):
