@@ -11,7 +11,7 @@ from retrieval.schema import Chunk, QueryRequest, Region, RerankFailure, ScoredC
 from retrieval.search import Ranked, Retriever
 from server.services import build_services
 from server.settings import Settings
-from tests.rerank_stub import RerankStub
+from doubles.rerank_stub import RerankStub
 
 QUESTION = "When did the Kelud volcano erupt?"
 

@@ -16,7 +16,7 @@ from retrieval.rerank import HttpReranker, OnnxReranker, RerankError, shipped_mo
 from retrieval.search import Retriever
 from server.settings import Settings
 from tests.apiapp import ApiApp, api_app
-from tests.rerank_stub import RerankStub
+from doubles.rerank_stub import RerankStub
 
 QUESTION = "When did the Kelud volcano erupt?"
 
