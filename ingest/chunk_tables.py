@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType
-from retrieval.cells import dates_columns, is_year_row
 from retrieval.schema import BBox, Region
+from retrieval.table_rows import dates_columns, is_year_row
 
 __all__ = [
     "LINE_JOINED",

@@ -32,9 +32,9 @@ from ingest.chunk_tables import (
 )
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType, Document, Page
-from retrieval.cells import is_year_row
 from retrieval.doc_card import DocumentCard, card_label
 from retrieval.schema import TABLE_ROWS_KIND, Chunk, ChunkLine, Region
+from retrieval.table_rows import is_year_row
 
 __all__ = ["ChunkStream", "chunk_document", "document_label"]
 

@@ -23,14 +23,11 @@ import re
 from dataclasses import dataclass
 
 from retrieval.schema import Chunk
+from retrieval.table_rows import holds_a_year_alone, is_table_row, is_year_row, split_row
 from retrieval.table_units import is_unit_statement, names_own_measure, stated_unit, unit_for_row
-from retrieval.text_terms import said
 
 __all__ = [
     "TableCellText",
-    "dates_columns",
-    "is_table_row",
-    "is_year_row",
     "periods",
     "row_words",
     "table_cells",
@@ -49,11 +46,6 @@ _PERIOD_NUMBERS = re.compile(
     re.I,
 )
 _MAX_HEADER_ROWS = 4
-_LONE_YEAR = re.compile(r"^(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}$", re.I)
-_DATE_CELL = re.compile(
-    r"^(?:(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}|(?:[A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+)?"
-    r"(?:19|20)\d{2}|[A-Z][a-z]{2,8}\.?\s+\d{1,2},?)$"
-)
 _NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
 
 
@@ -85,23 +77,12 @@ class TableCellText:
         return f"{head}: {self.value}{unit}"
 
 
-def is_table_row(text: str) -> bool:
-    """Whether a line is a markdown table row."""
-    stripped = text.strip()
-    return len(stripped) > 1 and stripped.startswith("|") and stripped.endswith("|")
-
-
 def row_words(row: str) -> str:
     """A table row's words as a quote says them: its cells that hold any, ", " apart, without a
     cell's closing full stop or semicolon, which would end the quote's sentence inside the table
     ("" for the rule under a header); rows are "; " apart."""
-    cells = (c.rstrip(".;").rstrip() for c in _split(row) if c and not _SEPARATOR.match(c))
+    cells = (c.rstrip(".;").rstrip() for c in split_row(row) if c and not _SEPARATOR.match(c))
     return ", ".join(c for c in cells if c)
-
-
-def _split(row: str) -> list[str]:
-    body = row.strip()[1:-1]
-    return [said(c.replace("\\|", "|")) for c in re.split(r"(?<!\\)\|", body)]
 
 
 def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
@@ -153,7 +134,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     for index, line in enumerate(chunk.lines):
         text = chunk.text[line.start : line.end]
         if is_table_row(text):
-            rows.append((index, _split(text)))
+            rows.append((index, split_row(text)))
         else:
             other.append(text)
     if not rows:
@@ -177,7 +158,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     for index, cells in body:
-        if _holds_a_year_alone(cells):  # "2016" over the rows of 2016
+        if holds_a_year_alone(cells):  # "2016" over the rows of 2016
             headers = _dated_by_stub([cells[0], *undated[1:]])
             wrapped = ""
             continue
@@ -228,23 +209,6 @@ def year_row_above(chunk: Chunk, line: int) -> int | None:
         if is_year_row(text):
             return index
     return None
-
-
-def is_year_row(text: str) -> bool:
-    """A markdown row holding only a year, in its first cell: it dates the rows that follow."""
-    return is_table_row(text) and _holds_a_year_alone(_split(text))
-
-
-def _holds_a_year_alone(cells: list[str]) -> bool:
-    return len(cells) > 1 and bool(_LONE_YEAR.match(cells[0])) and not any(cells[1:])
-
-
-def dates_columns(text: str) -> bool:
-    """A markdown row with an empty first cell and only years or dates in the others: the
-    columns' "| | 2022 | 2021 |" under a spanning heading."""
-    cells = _split(text) if is_table_row(text) else []
-    filled = [c for c in cells[1:] if c]
-    return len(cells) > 2 and not cells[0] and bool(filled) and all(map(_DATE_CELL.match, filled))
 
 
 def periods(text: str) -> set[str]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retrieval.embedder import DEFAULT_BATCH_SIZE, EmbedderError, embed_in_batches
-from retrieval.rerank import onnx_feed, open_onnx
+from retrieval.onnx_session import onnx_feed, open_onnx
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -13,7 +13,6 @@ import typer
 from server.cli_support import (
     build_or_exit,
     load_settings,
-    local_url,
     open_or_remote,
     open_services,
     plural,
@@ -340,6 +339,7 @@ def serve(
 ) -> None:
     """Run the API (and the folder watcher with --watch)."""
     from server.app import create_app
+    from server.settings import local_url
     from server.shutdown import serve as serve_app
 
     setup_logging(True)

@@ -15,7 +15,6 @@ __all__ = [
     "Progress",
     "build_or_exit",
     "load_settings",
-    "local_url",
     "open_or_remote",
     "open_services",
     "plural",
@@ -267,9 +266,3 @@ def report(summary: Any) -> int:
             reason = shown(without_name(result.error or "", result.source))
             typer.echo(f"FAILED {name}: {reason}{again}", err=True)
     return summary.failed
-
-
-def local_url(host: str, port: int) -> str:
-    """Where a client on this machine reaches a server bound to `host`."""
-    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

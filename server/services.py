@@ -36,7 +36,7 @@ from retrieval.sentence_cache import RememberingEmbedder
 from retrieval.sentence_fill import SentenceFill
 from retrieval.store import VectorStore
 from server.datadir import DataDirLock
-from server.settings import Settings
+from server.settings import Settings, local_url
 from server.shelf import LedgerShelf
 
 VLLM_WAVES_PER_WINDOW = 8
@@ -222,7 +222,6 @@ def doc_sources(settings: Settings) -> DocSources:
     """Where units say their documents' bytes are: this coordinator's API (FOLIO_PUBLIC_URL, a
     token each, valid while a unit may wait) and the object store (FOLIO_OBJECT_STORE_URL,
     checked now: ObjectStoreError names a missing bucket or refused credentials)."""
-    from server.cli_support import local_url
 
     store = None
     if settings.object_store_url is not None:

@@ -354,3 +354,9 @@ class Settings(BaseSettings):
             timeout_s=self.llm_timeout_s,
             max_tokens=self.llm_max_tokens,
         )
+
+
+def local_url(host: str, port: int) -> str:
+    """Where a client on this machine reaches a server bound to `host`."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

@@ -1,0 +1,46 @@
+"""The text a table chunk is written in: one markdown row a line (`| a | b |`), as the chunker
+writes it and the answer reads it."""
+
+from __future__ import annotations
+
+import re
+
+from retrieval.text_terms import said
+
+__all__ = ["dates_columns", "holds_a_year_alone", "is_table_row", "is_year_row", "split_row"]
+
+_LONE_YEAR = re.compile(r"^(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}$", re.I)
+_DATE_CELL = re.compile(
+    r"^(?:(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}|(?:[A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+)?"
+    r"(?:19|20)\d{2}|[A-Z][a-z]{2,8}\.?\s+\d{1,2},?)$"
+)
+
+
+def is_table_row(text: str) -> bool:
+    """Whether a line is a markdown table row."""
+    stripped = text.strip()
+    return len(stripped) > 1 and stripped.startswith("|") and stripped.endswith("|")
+
+
+def split_row(row: str) -> list[str]:
+    """A markdown row's cells, as an answer says them (an escaped `\\|` inside a cell kept)."""
+    body = row.strip()[1:-1]
+    return [said(c.replace("\\|", "|")) for c in re.split(r"(?<!\\)\|", body)]
+
+
+def is_year_row(text: str) -> bool:
+    """A markdown row holding only a year, in its first cell: it dates the rows that follow."""
+    return is_table_row(text) and holds_a_year_alone(split_row(text))
+
+
+def holds_a_year_alone(cells: list[str]) -> bool:
+    """A row's cells hold a year in the first and nothing else."""
+    return len(cells) > 1 and bool(_LONE_YEAR.match(cells[0])) and not any(cells[1:])
+
+
+def dates_columns(text: str) -> bool:
+    """A markdown row with an empty first cell and only years or dates in the others: the
+    columns' "| | 2022 | 2021 |" under a spanning heading."""
+    cells = split_row(text) if is_table_row(text) else []
+    filled = [c for c in cells[1:] if c]
+    return len(cells) > 2 and not cells[0] and bool(filled) and all(map(_DATE_CELL.match, filled))
