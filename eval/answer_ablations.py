@@ -52,6 +52,7 @@ def _with_options(group: str = "", **changes: Any) -> Callable[[], None]:
 
 def _rules() -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
     from retrieval.answer import meet
+    from retrieval.doc_names import NamedDocuments
 
     def keep_all(_q: str, found: Any, *_rest: Any) -> Any:
         return found
@@ -82,6 +83,10 @@ def _rules() -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
             "no answer when the question names an owner no document is named by",
             lambda: _with_options("scope", subjects=()),
         ),
+        "named-outside": (
+            "no answer from chosen documents when the question names only others",
+            lambda: _set(NamedDocuments, "named_outside", lambda *_a: ()),
+        ),
         "cells": (
             "table rows read as cells with their row label and column headers",
             lambda: _with_options(cells=False),
@@ -91,7 +96,7 @@ def _rules() -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
 
 def right_of(record: dict[str, Any]) -> bool:
     """Whether a record's answer is right, as `eval answers` judges it."""
-    from eval.answers import right
+    from eval.answer_figures import right
 
     asked = Asked(**record)
     if asked.dataset == "financebench":

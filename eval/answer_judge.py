@@ -65,8 +65,8 @@ def _record(answer: Any, pdfs: dict[str, Path]) -> dict[str, Any]:
 def _right(asked: Any, rec: dict[str, Any], boxes: dict[str, Any]) -> dict[str, Any]:
     """Whether the answer (no threshold) is right, and its first citation's quote holds the
     number (FinanceBench) or lies in a gold box (MMDocIR)."""
+    from eval.answer_figures import right
     from eval.answer_match import gold_numbers, numbers_in
-    from eval.answers import right
     from eval.evidence_boxes import in_gold_box
 
     a = replace(asked, answer=rec["answer"], mode="extractive", first=rec["first"])

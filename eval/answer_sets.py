@@ -150,6 +150,13 @@ def wrong_doc_requests(services: Any, questions: Sequence[Asked]) -> list[list[s
     return filters
 
 
+def own_doc_requests(services: Any, questions: Sequence[Asked]) -> list[list[str] | None]:
+    """For each question, the filter to its own document alone (None where it is not indexed:
+    the question is asked of every document)."""
+    ids = doc_ids_by_stem(services)
+    return [[ids[a.doc]] if a.doc in ids else None for a in questions]
+
+
 def chance_of(
     services: Any, wanted: Sequence[tuple[Sequence[Quantity], str]]
 ) -> list[float | None]:

@@ -41,12 +41,17 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from eval import answer_variants
-from eval.answer_match import FORMATS, format_in, gold_numbers, numbers_in
+from eval.answer_figures import (
+    Figure,
+    financebench_figures,
+    mmlongbench_figures,
+    user_figures,
+)
 from eval.answer_sets import (
     Asked,
     ask_all,
@@ -55,6 +60,7 @@ from eval.answer_sets import (
     financebench_questions,
     load_user_questions,
     mmlongbench_questions,
+    own_doc_requests,
     user_questions,
     wrong_doc_requests,
 )
@@ -66,92 +72,6 @@ log = logging.getLogger(__name__)
 
 SETS = ("financebench", "mmlongbench")
 USER_QUESTIONS = Path(__file__).with_name("user_questions.jsonl")
-Figure = tuple[int, int] | float | None
-"""(right, asked), or a mean (chance), or None when nothing was asked."""
-
-
-def _share(pairs: Sequence[bool]) -> tuple[int, int]:
-    return sum(pairs), len(pairs)
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    return sum(v or 0.0 for v in values) / len(values) if values else None
-
-
-def financebench_figures(
-    asked: Sequence[Asked], wrong: Sequence[Asked], chance: Callable[[list[Any]], list[Any]]
-) -> dict[str, Figure]:
-    """FinanceBench's figures; `chance([(numbers, stem), ...])` is `chance_of` on the index."""
-    stated = [(a, [g for g in gold_numbers(a.gold) if numbers_in([g], a.evidence)]) for a in asked]
-    told = [(a, s) for a, s in stated if s]
-    quote = [(a.first or {}).get("quote") for a in asked]
-    boxed = [(a.first or {}).get("boxed") for a in asked]
-    quote_of = dict(zip(map(id, asked), quote, strict=True))
-    boxed_of = dict(zip(map(id, asked), boxed, strict=True))
-    everything = [(a, gold_numbers(a.gold)) for a in asked]
-    return {
-        "fb.n": (len(asked), len(asked)),
-        "fb.page5": _share([a.page_in_hits for a in asked if a.pages]),
-        "fb.stated.answer": _share([numbers_in(s, a.answer) for a, s in told]),
-        "fb.stated.quote": _share([numbers_in(s, quote_of[id(a)]) for a, s in told]),
-        "fb.stated.quote_or_box": _share(
-            [numbers_in(s, quote_of[id(a)]) or numbers_in(s, boxed_of[id(a)]) for a, s in told]
-        ),
-        "fb.stated.chance": _mean(chance([(s, a.doc) for a, s in told])),
-        "fb.all.answer": _share([numbers_in(g, a.answer) for a, g in everything]),
-        "fb.all.quote": _share([numbers_in(g, quote_of[id(a)]) for a, g in everything]),
-        "fb.all.chance": _mean(chance([(g, a.doc) for a, g in everything])),
-        "fb.not_found": _share([a.not_found for a in asked]),
-        "wrong.not_found": _share([a.not_found for a in wrong]),
-    }
-
-
-def right(asked: Asked) -> bool:
-    """An answer right by its format: "None" (not answerable) when `not_found`, else the
-    format's rule on the answer text (rows without a format: FinanceBench's numbers)."""
-    if asked.answer_format == "None":
-        return asked.not_found
-    if asked.answer_format in FORMATS:
-        return format_in(asked.gold, asked.answer_format, asked.answer)
-    return numbers_in(gold_numbers(asked.gold), asked.answer)
-
-
-def mmlongbench_figures(asked: Sequence[Asked], boxes: dict[str, Any]) -> dict[str, Figure]:
-    """MMLongBench-Doc's figures; `boxes`: question -> its MMDocIR `BoxCase`."""
-    from eval.evidence_boxes import in_gold_box
-
-    answerable = [a for a in asked if a.answer_format != "None"]
-    figures: dict[str, Figure] = {
-        "mm.n": (len(asked), len(asked)),
-        "mm.page5": _share([a.page_in_hits for a in answerable if a.pages]),
-        "mm.right": _share([right(a) for a in answerable]),
-    }
-    for fmt in ("Str", "Int", "Float", "List"):
-        figures[f"mm.right.{fmt}"] = _share(
-            [right(a) for a in answerable if a.answer_format == fmt]
-        )
-    figures["mm.na.not_found"] = _share([a.not_found for a in asked if a.answer_format == "None"])
-    figures["mm.withheld"] = _share([a.not_found for a in answerable])
-    boxed = [(a, boxes[a.question]) for a in answerable if a.question in boxes]
-    first = [
-        (case, (a.first["stem"], a.first["page"], tuple(a.first["bbox"])) if a.first else None)
-        for a, case in boxed
-    ]
-    figures["mmdocir.first"] = _share([c is not None and in_gold_box(case, c) for case, c in first])
-    on_gold = [(case, c) for case, c in first if c and c[0] == case.doc and c[1] in case.boxes]
-    figures["mmdocir.given_page"] = _share([in_gold_box(case, c) for case, c in on_gold])
-    return figures
-
-
-def user_figures(asked: Sequence[Asked]) -> dict[str, Figure]:
-    return {
-        "user.right": _share([right(a) for a in asked]),
-        "user.page5": _share([a.page_in_hits for a in asked if a.pages]),
-        "user.na.not_found": _share([a.not_found for a in asked if a.answer_format == "None"]),
-        "user.withheld": _share([a.not_found for a in asked if a.answer_format != "None"]),
-    }
-
-
 _FB, _MM, _USER = "FinanceBench", "MMLongBench-Doc", "user questions"
 _S, _A = "(evidence states it)", "(all questions)"
 ROWS: tuple[tuple[str, str, str], ...] = (
@@ -166,6 +86,8 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     (_FB, "fb.all.chance", f"chance: a random sentence of the gold document {_A}"),
     (_FB, "fb.not_found", "answered not_found (all are answerable)"),
     ("wrong documents", "wrong.not_found", "FinanceBench asked of the other documents: not_found"),
+    ("own document", "own.not_found", "FinanceBench asked of its own document alone: not_found"),
+    ("own document", "own.answer", "… gold number in the answer (all questions)"),
     (_MM, "mm.n", "questions"),
     (_MM, "mm.page5", "page in the top 5 hits (answerable)"),
     (_MM, "mm.right", "answer right (answerable)"),
@@ -305,22 +227,24 @@ def _run_index(
             kept = [(w, f) for w, f in zip(wrong, filters, strict=True) if f is not None]
             wrong = [w for w, _ in kept]
             ask_all(services, wrong, pdfs, [f for _, f in kept])
-            figures = financebench_figures(asked, wrong, lambda w: chance_of(services, w))
+            own = [Asked("own:financebench", split, a.question, a.doc, a.gold) for a in asked]
+            ask_all(services, own, pdfs, own_doc_requests(services, own))
+            figures = financebench_figures(asked, wrong, lambda w: chance_of(services, w), own)
         elif dataset == "mmlongbench":
             from eval.evidence_boxes import load_box_cases
 
             boxes = {c.question: c for c in load_box_cases(args.data, pdfs)}
-            wrong = []
+            wrong, own = [], []
             figures = mmlongbench_figures(asked, boxes)
         else:
-            wrong, figures = [], {}
+            wrong, own, figures = [], [], {}
     finally:
         services.close()
     took = time.perf_counter() - started
     failed = f", {len(index.failed)} failed to ingest" if index.failed else ""
     held = f"{indexed}/{len(pdfs)} PDFs indexed{failed}"  # an index built part way shows here
     note = f"{name}: {held}, {index.pages} pages, {index.directory}, {took:.0f} s"
-    return figures, [*asked, *mine, *wrong], note
+    return figures, [*asked, *mine, *wrong, *own], note
 
 
 def main(argv: list[str] | None = None) -> int:

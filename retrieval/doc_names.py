@@ -18,7 +18,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import PurePath
 from typing import NamedTuple
 
@@ -40,6 +40,7 @@ _QUARTER = re.compile(
     re.I,
 )
 _FORMS = {r"\b10-?K\b|\bannual report": "annual", r"\b10-?Q\b|\bquarterly report": "quarterly"}
+_POSSESSIVE = re.compile(r"['’]s$")
 _MAX_RUN = 3  # "Coca Cola Company": words run together to meet `COCACOLA`
 
 
@@ -97,6 +98,8 @@ class NameMatch(NamedTuple):
     rest: str
     """The question without the names it matched: the words the answer gives no support, since
     every page of the named files carries them."""
+    said: tuple[str, ...] = ()
+    """The question's words that named them, as it writes them ("3M", "Best Buy")."""
 
 
 class Named(NamedTuple):
@@ -201,7 +204,19 @@ class NamedDocuments:
             return NameMatch([], question)
         best = max(scores.values())
         chosen = sorted(d for d, s in scores.items() if s == best)
-        return NameMatch(chosen, _without(question, [sp for d in chosen for sp in spans[d]]))
+        matched = sorted({sp for d in chosen for sp in spans[d]})
+        said = tuple(dict.fromkeys(_POSSESSIVE.sub("", question[a:b]) for a, b in matched))
+        return NameMatch(chosen, _without(question, matched), said)
+
+    def named_outside(self, question: str, chosen: Collection[str]) -> tuple[str, ...]:
+        """The names the question writes of indexed documents when none of the documents they
+        name is `chosen` (a request's own doc_ids): it asks about other documents, so an answer
+        from the chosen ones must write one of these names ("3M's capex" asked of Best Buy's
+        filing); empty when it names none, or one that is chosen."""
+        named = self.match(question)
+        if not named.doc_ids or set(named.doc_ids) & set(chosen):
+            return ()
+        return named.said
 
 
 _POSSESSOR = re.compile(r"((?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*[A-Za-z0-9])['’]s\b")

@@ -355,10 +355,13 @@ class Retriever:
         )
 
     def _unknown_subjects(self, req: QueryRequest) -> tuple[str, ...]:
-        """The owners the question names that no document is named by, unless names are off or
-        the request chose its documents."""
-        if self.names is None or req.doc_ids:
+        """The owners the question names that no document is named by; where the request chose
+        its documents, the names of the documents it asks about when none of them is chosen.
+        None with names off."""
+        if self.names is None:
             return ()
+        if req.doc_ids:
+            return self.names.named_outside(req.question, req.doc_ids)
         return self.names.unknown_subjects(req.question)
 
     def query(self, req: QueryRequest) -> QueryResponse:

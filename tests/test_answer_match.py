@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from eval.answer_figures import financebench_figures, right
 from eval.answer_match import (
     Quantity,
     anls,
@@ -22,7 +23,7 @@ from eval.answer_match import (
     str_in,
 )
 from eval.answer_sets import Asked
-from eval.answers import financebench_figures, right, table
+from eval.answers import table
 
 
 def test_numbers_are_read_with_their_scale_and_unit() -> None:

@@ -270,3 +270,40 @@ def test_an_owner_no_document_names_or_writes_is_not_answered_for(tmp_path: Path
     sold = retriever.query(QueryRequest(question="What share of revenue were Apple's products?"))
     assert sold.mode == "extractive" and sold.answer is not None
     store.close()
+
+
+def test_chosen_documents_do_not_answer_for_another_documents_company(tmp_path: Path) -> None:
+    """A request that chose Fabrikam's report and asks about Contoso, whose report is indexed
+    too: the question is about a document not chosen, and Fabrikam's lines do not write
+    Contoso, so it is not answered (it would quote Fabrikam's revenue). Chosen Contoso, or
+    asked without a company, it is answered; a chosen line that writes Contoso answers."""
+    contoso, fabrikam = "c" * 64, "f" * 64
+    sources: dict[str, str | Named] = {
+        contoso: Named("doc_c.pdf", _card("Contoso Ltd", 2022, "contoso")),
+        fabrikam: Named("doc_f.pdf", _card("Fabrikam Inc", 2022, "fabrikam")),
+    }
+    chunks = [
+        _chunk(contoso, "doc_c.pdf", 1, "Revenue in 2022 was 9,120 million dollars."),
+        _chunk(fabrikam, "doc_f.pdf", 1, "Revenue in 2022 was 4,480 million dollars."),
+    ]
+    embedder, store = _index(tmp_path, chunks)
+    names = NamedDocuments(lambda: sources)
+    retriever = Retriever(embedder, store, names=names, min_support=0.0)
+    question = "What was Contoso's revenue in 2022?"
+    other = retriever.query(QueryRequest(question=question, doc_ids=[fabrikam]))
+    assert other.mode == "not_found" and other.answer is None and other.hits
+    own = retriever.query(QueryRequest(question=question, doc_ids=[contoso]))
+    assert own.answer is not None and "9,120" in own.answer
+    both = retriever.query(QueryRequest(question=question, doc_ids=[contoso, fabrikam]))
+    assert both.answer is not None and "9,120" in both.answer
+    plain = retriever.query(QueryRequest(question="What was revenue in 2022?", doc_ids=[fabrikam]))
+    assert plain.answer is not None and "4,480" in plain.answer
+    assert names.named_outside(question, [fabrikam]) == ("Contoso",)
+    assert names.named_outside(question, [contoso]) == ()
+    mention = _chunk(fabrikam, "doc_f.pdf", 2, "Sales to Contoso made up 12% of revenue in 2022.")
+    store.upsert([mention], embedder.embed_documents([mention.embed_text]))
+    told = retriever.query(
+        QueryRequest(question="What share of revenue came from Contoso?", doc_ids=[fabrikam])
+    )
+    assert told.answer is not None and "12%" in told.answer
+    store.close()
