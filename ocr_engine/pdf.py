@@ -12,7 +12,7 @@ import pymupdf
 from ocr_engine.errors import BadInputError, PasswordError
 from ocr_engine.images import image_to_pdf, sniff, stored_pdf_bytes
 
-__all__ = ["is_damage", "load_page", "open_pdf", "open_stored", "read_pdf_bytes"]
+__all__ = ["is_damage", "load_page", "open_pdf", "open_stored", "page_sizes", "read_pdf_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -159,3 +159,23 @@ def open_stored(path: Path) -> pymupdf.Document:
     the PDF an image it holds is wrapped into."""
     made = stored_pdf_bytes(path)
     return pymupdf.open(path) if made is None else pymupdf.open(stream=made, filetype="pdf")
+
+
+def page_sizes(
+    pdf: bytes, password: str | None, numbers: list[int]
+) -> dict[int, tuple[float, float, int]]:
+    """Width, height and rotation of each page, which failed pages report too."""
+    with open_pdf(pdf, password=password) as doc:
+        count = doc.page_count
+        sizes = {}
+        for number in numbers:
+            if not 1 <= number <= count:
+                raise BadInputError(f"page {number} is not in the document (1..{count})")
+            try:
+                page = doc.load_page(number - 1)
+                rect = page.rect
+                sizes[number] = (rect.width or 1.0, rect.height or 1.0, page.rotation)
+            except Exception as exc:  # reported on the page by the renderer
+                log.warning("page %d cannot be loaded: %s", number, exc)
+                sizes[number] = (612.0, 792.0, 0)
+        return sizes

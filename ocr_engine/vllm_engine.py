@@ -21,24 +21,22 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import random
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 import httpx
 import pymupdf
 
-from ocr_engine.deepseek import detect_repetition
 from ocr_engine.engine import PageWindow
-from ocr_engine.errors import BadInputError, EngineOutputError, EngineUnavailableError
+from ocr_engine.errors import EngineOutputError, EngineUnavailableError
 from ocr_engine.geometry import Box
 from ocr_engine.mineru import render_crop
 from ocr_engine.options import VLLMOptions
-from ocr_engine.pdf import open_pdf
+from ocr_engine.pdf import page_sizes
 from ocr_engine.render import RenderedPage, render_region
 from ocr_engine.render_pool import BodyBuilder, RenderPool, SourceDocument
 from ocr_engine.schema import Block, EngineInfo, Line, Page, PageError, PageStatus
@@ -49,89 +47,29 @@ from ocr_engine.vllm_regions import (
     read_regions,
     timed_render_crops,
 )
-from ocr_engine.vllm_request import model_profile, request_body, strict_body
+from ocr_engine.vllm_request import model_profile, request_body
+from ocr_engine.vllm_transport import (
+    Endpoints,
+    PageFailure,
+    RunStats,
+    Session,
+    check_reachable,
+    complete,
+    output_problem,
+)
 
 __all__ = ["ENGINE_NAME", "RunStats", "VLLMEngine"]
 
 log = logging.getLogger(__name__)
 
 ENGINE_NAME = "vllm"
-_DOWN_S = 5.0  # an endpoint that refused a connection is tried last for this long
-_MAX_BACKOFF_S = 60.0
-_MAX_ERROR_CHARS = 300
-
-
-@dataclass(slots=True)
-class RunStats:
-    """What one `read_pages` call did. CPU seconds: render and encode (PNG, base64, JSON body) in
-    the workers, parse on the event loop."""
-
-    pages: int = 0
-    requests: int = 0
-    retries: int = 0
-    strict_retries: int = 0
-    failed: dict[str, int] = field(default_factory=dict)
-    render_cpu_s: float = 0.0
-    encode_cpu_s: float = 0.0
-    parse_cpu_s: float = 0.0
-    wall_s: float = 0.0
-
-
-class _Failure(Exception):
-    """The page cannot be read by this engine: `code` and message go into its PageError."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message[:_MAX_ERROR_CHARS]
-
-
-class _Transient(_Failure):
-    """Worth another attempt after a pause; `refused`: no endpoint accepted a connection."""
-
-    def __init__(self, code: str, message: str, *, refused: bool = False) -> None:
-        super().__init__(code, message)
-        self.refused = refused
-
-
-class _Endpoints:
-    """Base URLs in turn, the ones that recently refused a connection last."""
-
-    def __init__(self, urls: list[str]) -> None:
-        self.urls = list(urls)
-        self._next = 0
-        self._down_until: dict[str, float] = {}
-
-    def order(self) -> list[str]:
-        start = self._next
-        self._next = (self._next + 1) % len(self.urls)
-        rotated = self.urls[start:] + self.urls[:start]
-        now = time.monotonic()
-        healthy = [u for u in rotated if self._down_until.get(u, 0.0) <= now]
-        return healthy + [u for u in rotated if u not in healthy]
-
-    def down(self, url: str) -> None:
-        self._down_until[url] = time.monotonic() + _DOWN_S
-
-    def up(self, url: str) -> None:
-        self._down_until.pop(url, None)
-
-
-@dataclass(slots=True)
-class _Session:
-    """Requests of one call: the client, the bound on requests in flight, what they did."""
-
-    client: httpx.AsyncClient
-    in_flight: asyncio.Semaphore
-    stats: RunStats
-    unreachable: str | None = None
 
 
 @dataclass(slots=True)
 class _Run:
     """The state of one `read_pages` call."""
 
-    session: _Session
+    session: Session
     pool: RenderPool
     source: SourceDocument
     build_body: BodyBuilder
@@ -161,7 +99,7 @@ class VLLMEngine:
             name=ENGINE_NAME, model=options.model, version=self.profile.prompt_version
         )
         self._transport = transport
-        self._endpoints = _Endpoints(options.urls)
+        self._endpoints = Endpoints(options.urls)
         self._pool: RenderPool | None = None
         self._pool_lock = threading.Lock()
         self.last_run = RunStats()
@@ -222,7 +160,7 @@ class VLLMEngine:
 
         Raises BadInputError only when the PDF cannot be opened or a number is not a page of it;
         a page that cannot be read comes back with status failed and its errors."""
-        sizes = self._page_sizes(pdf, password, numbers)
+        sizes = page_sizes(pdf, password, numbers)
         stats = RunStats(pages=len(numbers))
         self.last_run = stats
         if not numbers:
@@ -235,7 +173,7 @@ class VLLMEngine:
             async with self._client() as client:
                 with pool.document(pdf, password) as source:
                     run = _Run(
-                        session=_Session(client, asyncio.Semaphore(options.max_in_flight), stats),
+                        session=Session(client, asyncio.Semaphore(options.max_in_flight), stats),
                         pool=pool,
                         source=source,
                         build_body=partial(request_body, self.profile, options),
@@ -305,7 +243,7 @@ class VLLMEngine:
 
         try:
             blocks = asyncio.run(self._region(body, number, frame, crops))
-        except _Failure as failure:
+        except PageFailure as failure:
             unavailable = failure.code in ("endpoint_unavailable", "timeout", "http_error")
             error = EngineUnavailableError if unavailable else EngineOutputError
             raise error(f"{failure.code}: {failure.message}") from failure
@@ -316,14 +254,14 @@ class VLLMEngine:
         self, body: bytes, number: int, frame: ImageFrame, crops: CropRenderer
     ) -> list[Block]:
         async with self._client() as client:
-            session = _Session(client, asyncio.Semaphore(1), RunStats(pages=1))
+            session = Session(client, asyncio.Semaphore(1), RunStats(pages=1))
             content = await self._ask(session, body, number)
             if self.profile.two_step:
                 return await self._two_step(session, number, content, frame, crops)
             return self._parse(content, number, frame)
 
     def _parse(self, content: str, number: int, frame: ImageFrame) -> list[Block]:
-        """The blocks of a one-request answer; raises _Failure("bad_output") when unreadable."""
+        """The blocks of a one-request answer; raises PageFailure("bad_output") when unreadable."""
         pixels = {"width_px": frame.width_px, "height_px": frame.height_px}
         try:
             return self.profile.parser(
@@ -336,55 +274,38 @@ class VLLMEngine:
                 **(pixels if self.profile.pixel_boxes else {}),
             )
         except EngineOutputError as exc:
-            raise _Failure("bad_output", str(exc)) from exc
+            raise PageFailure("bad_output", str(exc)) from exc
 
     async def _two_step(
-        self, session: _Session, number: int, layout: str, frame: ImageFrame, render: CropRenderer
+        self, session: Session, number: int, layout: str, frame: ImageFrame, render: CropRenderer
     ) -> list[Block]:
         """MinerU's second step (`vllm_regions.read_regions`) with this engine's requests."""
         ask = partial(self._ask, session, number=number)
         try:
             read = await read_regions(ask, self.options, number, layout, frame, render)
         except EngineOutputError as exc:
-            raise _Failure("bad_output", str(exc)) from exc
+            raise PageFailure("bad_output", str(exc)) from exc
         except CropError as exc:
-            raise _Failure("render_failed", str(exc)) from exc
+            raise PageFailure("render_failed", str(exc)) from exc
         session.stats.encode_cpu_s += read.encode_cpu_s
         session.stats.parse_cpu_s += read.parse_cpu_s
         return read.blocks
 
-    async def _ask(self, session: _Session, body: bytes, number: int) -> str:
+    async def _ask(self, session: Session, body: bytes, number: int) -> str:
         """The model's answer to `body`, asked again with the strict guard when cut or looping."""
         strict = False
         while True:
-            content, finish = await self._complete(session, body, number, strict)
-            problem = self._problem(content, finish)
+            content, finish = await complete(
+                session, self._endpoints, self.options, body, number, strict
+            )
+            problem = output_problem(content, finish)
             if problem is None:
                 return content
             if strict:
-                raise _Failure(*problem)
+                raise PageFailure(*problem)
             log.info("page %d: %s; asking again with the strict guard", number, problem[1])
             session.stats.strict_retries += 1
             strict = True
-
-    def _page_sizes(
-        self, pdf: bytes, password: str | None, numbers: list[int]
-    ) -> dict[int, tuple[float, float, int]]:
-        """Width, height and rotation of each page, which failed pages report too."""
-        with open_pdf(pdf, password=password) as doc:
-            count = doc.page_count
-            sizes = {}
-            for number in numbers:
-                if not 1 <= number <= count:
-                    raise BadInputError(f"page {number} is not in the document (1..{count})")
-                try:
-                    page = doc.load_page(number - 1)
-                    rect = page.rect
-                    sizes[number] = (rect.width or 1.0, rect.height or 1.0, page.rotation)
-                except Exception as exc:  # reported on the page by the renderer
-                    log.warning("page %d cannot be loaded: %s", number, exc)
-                    sizes[number] = (612.0, 792.0, 0)
-            return sizes
 
     async def _page(
         self,
@@ -395,7 +316,7 @@ class VLLMEngine:
     ) -> Page:
         try:
             page = await self._read(run, number)
-        except _Failure as failure:
+        except PageFailure as failure:
             failed = run.session.stats.failed
             failed[failure.code] = failed.get(failure.code, 0) + 1
             log.warning("page %d failed (%s): %s", number, failure.code, failure.message)
@@ -415,7 +336,7 @@ class VLLMEngine:
 
     async def _read(self, run: _Run, number: int) -> Page:
         async with run.window:
-            self._check_reachable(run.session)
+            check_reachable(run.session)
             try:
                 rendered = await run.pool.render(
                     run.source,
@@ -425,7 +346,7 @@ class VLLMEngine:
                     build_body=run.build_body,
                 )
             except Exception as exc:
-                raise _Failure("render_failed", f"{type(exc).__name__}: {exc}") from exc
+                raise PageFailure("render_failed", f"{type(exc).__name__}: {exc}") from exc
             run.session.stats.render_cpu_s += rendered.render_cpu_s
             run.session.stats.encode_cpu_s += rendered.encode_cpu_s
             content = await self._ask(run.session, rendered.body, number)
@@ -469,100 +390,3 @@ class VLLMEngine:
             status=PageStatus.ok,
             blocks=blocks,
         )
-
-    @staticmethod
-    def _problem(content: str, finish: str | None) -> tuple[str, str] | None:
-        """Why an output that arrived cannot be used as is: a loop or a cut."""
-        if detect_repetition(content):
-            return "repetition_loop", f"the output ends in a repetition loop ({len(content)} chars)"
-        if finish == "length":
-            return "truncated", f"the output hit max_tokens ({len(content)} chars)"
-        return None
-
-    @staticmethod
-    def _check_reachable(run: _Session) -> None:
-        if run.unreachable is not None:
-            raise _Failure("endpoint_unavailable", f"not sent: {run.unreachable}")
-
-    async def _complete(
-        self, run: _Session, body: bytes, number: int, strict: bool
-    ) -> tuple[str, str]:
-        """The model's text and finish reason, retrying transient failures with backoff."""
-        body = strict_body(body, self.options) if strict else body
-        failures = 0
-        while True:
-            try:
-                async with run.in_flight:
-                    self._check_reachable(run)
-                    response = await self._post(run, body)
-                return _answer(response)
-            except _Transient as exc:
-                failures += 1
-                if failures > self.options.retries:
-                    if exc.refused:  # the pages still waiting would only wait longer
-                        run.unreachable = exc.message
-                    raise _Failure(exc.code, f"{exc.message} (after {failures} attempts)") from exc
-                run.stats.retries += 1
-                delay = min(
-                    _MAX_BACKOFF_S,
-                    self.options.backoff_s * 2 ** (failures - 1) * random.uniform(0.5, 1.5),
-                )
-                log.debug("page %d: %s; retrying in %.2fs", number, exc.message, delay)
-                await asyncio.sleep(delay)
-
-    async def _post(self, run: _Session, body: bytes) -> httpx.Response:
-        """One attempt: each endpoint in turn until one accepts the connection."""
-        refused = []
-        for url in self._endpoints.order():
-            run.stats.requests += 1
-            try:
-                response = await run.client.post(f"{url}/chat/completions", content=body)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                self._endpoints.down(url)
-                refused.append(f"{url}: {type(exc).__name__}: {exc}")
-                continue
-            except httpx.TimeoutException as exc:
-                raise _Transient(
-                    "timeout", f"{url}: no answer in time ({type(exc).__name__})"
-                ) from exc
-            except httpx.TransportError as exc:
-                raise _Transient(
-                    "endpoint_unavailable", f"{url}: {type(exc).__name__}: {exc}"
-                ) from exc
-            self._endpoints.up(url)
-            if response.status_code >= 500:
-                raise _Transient("http_error", f"{url}: {_describe(response)}")
-            if response.status_code >= 400:
-                raise _Failure("http_error", f"{url}: {_describe(response)}")
-            return response
-        raise _Transient("endpoint_unavailable", "; ".join(refused), refused=True)
-
-
-def _describe(response: httpx.Response) -> str:
-    """The status and the server's own message (vLLM: {"error": {"message": ...}})."""
-    message = response.text
-    try:
-        payload = response.json()
-        error = payload.get("error") if isinstance(payload, dict) else None
-        if isinstance(error, dict) and error.get("message"):
-            message = str(error["message"])
-        elif isinstance(error, str):
-            message = error
-        elif isinstance(payload, dict) and payload.get("detail"):
-            message = str(payload["detail"])
-    except ValueError:
-        pass
-    return f"HTTP {response.status_code}: {' '.join(message.split())}"
-
-
-def _answer(response: httpx.Response) -> tuple[str, str]:
-    """Content and finish reason of a chat completion."""
-    try:
-        choice = response.json()["choices"][0]
-        content = choice["message"]["content"]
-        finish = choice.get("finish_reason")
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise _Failure("bad_output", f"not a chat completion: {response.text[:200]!r}") from exc
-    if content is not None and not isinstance(content, str):
-        raise _Failure("bad_output", f"message content is {type(content).__name__}, not text")
-    return content or "", str(finish or "")
