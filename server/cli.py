@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,16 +10,21 @@ from typing import Annotated, Any
 import typer
 
 from server.cli_support import (
+    answer_locally,
     build_or_exit,
+    card_shown,
     load_settings,
     open_or_remote,
     open_services,
+    passage,
     plural,
     processed,
+    question_error,
     refuse_busy,
     remote_call,
     report,
     setup_logging,
+    show_removed,
     shown,
     without_name,
 )
@@ -170,7 +174,7 @@ def docs(
     status = DocStatus.failed if failed else None
     target = open_or_remote(load_settings(data_dir=data_dir), "docs")
     if removed:
-        _removed(target, as_json)
+        show_removed(target, as_json)
         return
     try:
         if isinstance(target, RemoteFolio):  # the server's ledger, kept equal to its index
@@ -204,40 +208,10 @@ def docs(
             f"{str(row['doc_id'])[:12]:<12}  {shown(str(row['source']))}"
         )
         if row["card"]:  # what the document is, read from its content
-            typer.echo(f"{'':<39}{shown(_card_shown(row['card']))}")
+            typer.echo(f"{'':<39}{shown(card_shown(row['card']))}")
         for error in row["errors"][:3]:  # under the source, whose line names the file
             typer.echo(f"{'':<39}{shown(without_name(str(error), str(row['source'])))[:160]}")
     typer.echo(plural(len(rows), "document"), err=True)
-
-
-def _card_shown(line: str, width: int = 120) -> str:
-    """A card's line within `width`: a long title shortened, its organisation and period kept."""
-    first, *rest = line.split(" · ")
-    tail = "".join(f" · {part}" for part in rest)
-    if len(line) <= width:
-        return line
-    return textwrap.shorten(first, max(24, width - len(tail)), placeholder=" …") + tail
-
-
-def _removed(target: Any, as_json: bool) -> None:
-    from server.remote import RemoteFolio
-
-    try:
-        if isinstance(target, RemoteFolio):
-            stones = remote_call(target.removed)
-        else:
-            stones = target.ledger.tombstones.all()
-    finally:
-        target.close()
-    if as_json:
-        rows = [stone.model_dump(mode="json") for stone in stones]
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
-        return
-    for stone in stones:
-        typer.echo(f"{stone.removed_at:%Y-%m-%d %H:%M}  {stone.doc_id[:12]}  {shown(stone.path)}")
-    typer.echo(
-        f"{plural(len(stones), 'removed file')} (`folio ingest FILE` restores one)", err=True
-    )
 
 
 @app.command()
@@ -257,7 +231,7 @@ def query(
     try:
         request = QueryRequest(question=question, top_k=top_k)
     except ValidationError as exc:
-        typer.echo(f"error: {_question_error(exc, question)}", err=True)
+        typer.echo(f"error: {question_error(exc, question)}", err=True)
         raise typer.Exit(2) from None
     target = open_or_remote(load_settings(data_dir=data_dir), "query")
     base = ""  # links open in a browser only through a running server
@@ -266,7 +240,7 @@ def query(
             base = target.url
             response = remote_call(lambda: target.query(request))
         else:
-            response = _answer_locally(target, request)
+            response = answer_locally(target, request)
     finally:
         target.close()
     if as_json:
@@ -275,48 +249,13 @@ def query(
     if response.answer is None:
         typer.echo("The documents do not answer this question. Nearest passages:")
         for hit in response.hits[:top_k]:
-            typer.echo(f"  {shown(hit.source)} p.{hit.page}: {_passage(hit.text)}")
+            typer.echo(f"  {shown(hit.source)} p.{hit.page}: {passage(hit.text)}")
         return
     typer.echo(response.answer)
     for c in response.citations:
         box = ", ".join(f"{v:.0f}" for v in c.bbox)
         link = f"{base}{c.viewer_url}" if base and c.viewer_url else c.highlight_url
         typer.echo(f"  [{c.n}] {shown(c.source)} p.{c.page} [{box}]  {link}")
-
-
-def _passage(text: str, length: int = 160) -> str:
-    """A chunk's text on one line, a table's rows without their Markdown, cut at `length`."""
-    from ingest.chunk_tables import compact_table
-
-    return textwrap.shorten(" ".join(compact_table(text).split()), length, placeholder=" …")
-
-
-def _question_error(exc: Any, question: str) -> str:
-    """What is wrong with the question, in the words `POST /query` uses."""
-    from server.deps import validation_message
-    from server.limits import too_long
-
-    error = exc.errors()[0]
-    if error["type"] == "string_too_long":
-        return too_long(len(question), error["ctx"]["max_length"])
-    if error["type"] == "string_too_short":
-        return "the question is empty"
-    return validation_message(error)
-
-
-def _answer_locally(services: Any, request: Any) -> Any:
-    """The answer POST /query gives, from the services this command holds."""
-    import asyncio
-
-    from retrieval.generate import answer_query
-    from retrieval.search import InvalidQueryError
-
-    llm = services.settings.llm_options()
-    try:
-        return asyncio.run(answer_query(services.retriever, request, llm))
-    except InvalidQueryError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
 
 
 @app.command()

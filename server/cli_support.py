@@ -4,8 +4,10 @@ ingest report on the terminal."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -13,15 +15,20 @@ import typer
 
 __all__ = [
     "Progress",
+    "answer_locally",
     "build_or_exit",
+    "card_shown",
     "load_settings",
     "open_or_remote",
     "open_services",
+    "passage",
     "plural",
+    "question_error",
     "refuse_busy",
     "remote_call",
     "report",
     "setup_logging",
+    "show_removed",
     "shown",
     "with_progress",
 ]
@@ -266,3 +273,69 @@ def report(summary: Any) -> int:
             reason = shown(without_name(result.error or "", result.source))
             typer.echo(f"FAILED {name}: {reason}{again}", err=True)
     return summary.failed
+
+
+def card_shown(line: str, width: int = 120) -> str:
+    """A card's line within `width`: a long title shortened, its organisation and period kept."""
+    first, *rest = line.split(" · ")
+    tail = "".join(f" · {part}" for part in rest)
+    if len(line) <= width:
+        return line
+    return textwrap.shorten(first, max(24, width - len(tail)), placeholder=" …") + tail
+
+
+def passage(text: str, length: int = 160) -> str:
+    """A chunk's text on one line, a table's rows without their Markdown, cut at `length`."""
+    from ingest.chunk_tables import compact_table
+
+    return textwrap.shorten(" ".join(compact_table(text).split()), length, placeholder=" …")
+
+
+def question_error(exc: Any, question: str) -> str:
+    """What is wrong with the question, in the words `POST /query` uses."""
+    from server.deps import validation_message
+    from server.limits import too_long
+
+    error = exc.errors()[0]
+    if error["type"] == "string_too_long":
+        return too_long(len(question), error["ctx"]["max_length"])
+    if error["type"] == "string_too_short":
+        return "the question is empty"
+    return validation_message(error)
+
+
+def answer_locally(services: Any, request: Any) -> Any:
+    """The answer POST /query gives, from the services this command holds."""
+    import asyncio
+
+    from retrieval.generate import answer_query
+    from retrieval.search import InvalidQueryError
+
+    llm = services.settings.llm_options()
+    try:
+        return asyncio.run(answer_query(services.retriever, request, llm))
+    except InvalidQueryError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def show_removed(target: Any, as_json: bool) -> None:
+    """The removed files' tombstones, from the data directory or the running server."""
+    from server.remote import RemoteFolio
+
+    try:
+        if isinstance(target, RemoteFolio):
+            stones = remote_call(target.removed)
+        else:
+            stones = target.ledger.tombstones.all()
+    finally:
+        target.close()
+    if as_json:
+        rows = [stone.model_dump(mode="json") for stone in stones]
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    for stone in stones:
+        typer.echo(f"{stone.removed_at:%Y-%m-%d %H:%M}  {stone.doc_id[:12]}  {shown(stone.path)}")
+    typer.echo(
+        f"{plural(len(stones), 'removed file')} (`folio ingest FILE` restores one)", err=True
+    )

@@ -81,11 +81,11 @@ def test_counts_say_what_happened_to_each_file(tmp_path: Path) -> None:
 
 
 def test_a_long_card_line_keeps_its_organisation_and_period() -> None:
-    from server.cli import _card_shown
+    from server.cli_support import card_shown
 
     title = "ISEP Student Guide of the Graduate School for Integrative Sciences " * 3
-    shown = _card_shown(f"{title.strip()} · National University of Singapore · 2020")
+    shown = card_shown(f"{title.strip()} · National University of Singapore · 2020")
     assert len(shown) <= 120 and shown.endswith(" … · National University of Singapore · 2020")
-    assert _card_shown("Best Buy Co., Inc · quarterly report (10-Q)") == (
+    assert card_shown("Best Buy Co., Inc · quarterly report (10-Q)") == (
         "Best Buy Co., Inc · quarterly report (10-Q)"
     )

@@ -114,13 +114,13 @@ def test_a_question_the_api_would_refuse_is_refused_in_its_words(tmp_path: Path)
 
 def test_a_nearest_passage_is_printed_on_one_line_without_markdown() -> None:
     """`folio query` with no answer lists the nearest passages, a table's rows as words."""
-    from server.cli import _passage
+    from server.cli_support import passage
 
     table = (
         "|   | Three Months Ended |   |\n|---|---|---|\n"
         "|   | July 29, 2023 | July 30, 2022 |\n| Revenue | $ 9,583 | $ 10,329 |"
     )
     assert (
-        _passage(table) == "Three Months Ended July 29, 2023 July 30, 2022 Revenue $ 9,583 $ 10,329"
+        passage(table) == "Three Months Ended July 29, 2023 July 30, 2022 Revenue $ 9,583 $ 10,329"
     )
-    assert _passage("word " * 100).endswith(" …") and len(_passage("word " * 100)) <= 160
+    assert passage("word " * 100).endswith(" …") and len(passage("word " * 100)) <= 160
