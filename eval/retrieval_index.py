@@ -33,6 +33,7 @@ _REPO = Path(__file__).resolve().parent.parent
 _SHAPING_SOURCES = (
     "ingest/chunker.py",
     "ingest/chunk_tables.py",
+    "ingest/chunk_joins.py",
     "ingest/cards.py",
     "ingest/card_period.py",
     "ingest/card_contents.py",

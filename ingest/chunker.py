@@ -17,6 +17,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
+from ingest.chunk_joins import (
+    continues,
+    document_label,
+    embed_text_of,
+    heading_text,
+    separator,
+    unit_regions,
+)
 from ingest.chunk_tables import (
     LINE_JOINED,
     Builder,
@@ -25,18 +33,16 @@ from ingest.chunk_tables import (
     Unit,
     assign_captions,
     block_pieces,
-    compact_table,
     continuation_pieces,
     header_lines,
     join_pieces,
 )
-from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType, Document, Page
-from retrieval.doc_card import DocumentCard, card_label
-from retrieval.schema import TABLE_ROWS_KIND, Chunk, ChunkLine, Region
+from retrieval.doc_card import DocumentCard
+from retrieval.schema import TABLE_ROWS_KIND, Chunk, ChunkLine
 from retrieval.table_rows import is_year_row
 
-__all__ = ["ChunkStream", "chunk_document", "document_label"]
+__all__ = ["ChunkStream", "chunk_document"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +51,6 @@ TokenCounter = Callable[[str], int]
 _SKIPPED = {BlockType.page_header, BlockType.page_footer}
 _HEADINGS = {BlockType.title, BlockType.section_header}
 _TRAIL_SEPARATOR = " > "
-_FLOWING = {BlockType.text, BlockType.list_item}
-_SENTENCE_END = (*".!?:;。！？", '."', ".”", ".)")
 
 
 class _Chunker:
@@ -132,7 +136,7 @@ class _Chunker:
     def _carry(self, builder: Builder, unit: Unit) -> list[Unit]:
         """The trailing units of the paragraph `unit` continues across a page break, taken out of
         `builder` so that they open the next chunk with it (when they fit there together)."""
-        if not builder.units or not _continues(builder.units[-1], unit):
+        if not builder.units or not continues(builder.units[-1], unit):
             return []
         block_id = builder.units[-1].block.id
         n = 0
@@ -153,13 +157,13 @@ class _Chunker:
 
     def _is_heading(self, block: Block) -> bool:
         """A heading that is really a paragraph (too long for a trail) is treated as text."""
-        return self.count(_heading_text(block)) <= self.max_tokens // 4
+        return self.count(heading_text(block)) <= self.max_tokens // 4
 
     def _open_section(self, block: Block) -> None:
         level = 0 if block.type == BlockType.title else (block.level or 1)
         while self.trail and self.trail[-1][0] >= level:
             self.trail.pop()
-        text = _heading_text(block)
+        text = heading_text(block)
         if text:
             self.trail.append((level, text))
 
@@ -312,7 +316,7 @@ class _Chunker:
         previous: Unit | None = None
         for unit in units:
             for i, piece in enumerate(unit.pieces):
-                sep = unit.joiner if i else _separator(previous, unit) if text else ""
+                sep = unit.joiner if i else separator(previous, unit) if text else ""
                 if sep == " " and text.endswith("-") and text[-2:-1].isalpha():
                     sep = ""  # a word hyphenated across lines
                 text += sep
@@ -330,74 +334,12 @@ class _Chunker:
             section_path=[heading for _, heading in self.trail],
             kind=kind,
             text=text,
-            embed_text=_embed_text(trail_text, text, kind),
-            regions=_regions(units),
+            embed_text=embed_text_of(trail_text, text, kind),
+            regions=unit_regions(units),
             lines=lines,
         )
         self.chunks.append(chunk)
         self.emitted += 1
-
-
-def _continues(previous: Unit, unit: Unit) -> bool:
-    """`unit` opens a page with the rest of the paragraph `previous` left unfinished."""
-    if previous.block.type not in _FLOWING or unit.block.type not in _FLOWING:
-        return False
-    if unit.pieces[0].page != previous.pieces[-1].page + 1:
-        return False
-    before = previous.pieces[-1].text.rstrip()
-    after = unit.pieces[0].text.lstrip()
-    return bool(before and after) and not before.endswith(_SENTENCE_END) and after[0].islower()
-
-
-def document_label(source: str, card: DocumentCard | None = None) -> str:
-    """How a document is named in embedded text: its file name without extension or separators,
-    and what its card says it is ("doc 0001 (3M · annual report (10-K) · FY2018)")."""
-    said = card_label(card) if card is not None else None
-    return f"{source_label(source)} ({said})" if said else source_label(source)
-
-
-def source_label(source: str) -> str:
-    stem = source.rsplit(".", 1)[0] if "." in source else source
-    return " ".join(stem.replace("_", " ").replace("-", " ").split())
-
-
-def _embed_text(trail: str, text: str, kind: str) -> str:
-    body = compact_table(text) if kind in ("table", TABLE_ROWS_KIND) else text
-    return f"{trail}\n\n{body}" if trail else body
-
-
-def _separator(previous: Unit | None, unit: Unit) -> str:
-    """What goes between two units: the block's joiner inside a block, else a paragraph break."""
-    if previous is None:
-        return ""
-    if previous.block.id == unit.block.id:
-        return unit.joiner
-    if previous.block.type == unit.block.type == BlockType.table:
-        return "\n"  # a table continued on the next page
-    if _continues(previous, unit):
-        return " "  # a paragraph continued on the next page
-    same_kind = previous.block.type == unit.block.type == BlockType.list_item
-    into_table = previous.block.type == BlockType.caption and unit.block.type == BlockType.table
-    return "\n" if same_kind or into_table else "\n\n"
-
-
-def _regions(units: Sequence[Unit]) -> list[Region]:
-    """One region per contributing block, or per contiguous group of its lines when split."""
-    regions: list[Region] = []
-    previous: Unit | None = None
-    for unit in units:
-        if previous is not None and previous.key == unit.key and not unit.whole:
-            last = regions[-1]
-            regions[-1] = Region(page=last.page, bbox=union([last.bbox, unit.region.bbox]))
-        else:
-            regions.append(unit.region)
-        previous = unit
-    return regions
-
-
-def _heading_text(block: Block) -> str:
-    text = " ".join(ln.text.strip() for ln in block.lines) or block.text
-    return " ".join(text.lstrip("#").replace("**", "").split())
 
 
 def chunk_document(
