@@ -18,9 +18,9 @@ from ocr_engine.layout import (
     PAGE_NUMBER_RE,
     LayoutBlock,
     is_bullet,
-    reading_order,
     wordy,
 )
+from ocr_engine.reading_order import reading_order
 from ocr_engine.schema import BlockType
 from ocr_engine.textlayer import TextLine
 

@@ -18,9 +18,9 @@ from ocr_engine.layout import (
     demote_invisible,
     demote_subtitles,
     merge_paragraphs,
-    reading_order,
     split_block,
 )
+from ocr_engine.reading_order import reading_order
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page, PageStatus
 from ocr_engine.table_headers import with_headings_above
 from ocr_engine.tables import FoundTable, find_tables

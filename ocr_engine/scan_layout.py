@@ -5,10 +5,11 @@ header, footer, reference and equation regions on the upright page image. Each O
 the region that holds most of it (the smallest when several do); text regions inside a figure or a
 table give their lines to it. A title region is a title (the first page's largest heading in its
 top third) or a section header, level 1 or 2 by its line height against the body's; a text region
-is cut into list items at bullet lines; a figure keeps the text read inside it; a table region goes
-to the table-structure model (`scan_tables`). Lines outside every region are laid out by the
-heuristics of `ocr_layout`. Blocks are ordered by the XY-cut on the regions' boxes, so columns stay
-apart. Everything is in the upright page's points.
+is cut into list items at bullet lines; a figure keeps the text read inside it, in the order the
+heuristics of `ocr_layout` read it; a table region goes to the table-structure model
+(`scan_tables`). Lines outside every region are laid out by those heuristics. Blocks are ordered by
+the XY-cut on the regions' boxes (`reading_order`), so columns stay apart, also around a picture set
+between them. Everything is in the upright page's points.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ocr_engine.geometry import Box, area, intersection, iou
-from ocr_engine.layout import LayoutBlock, is_bullet, reading_order
+from ocr_engine.layout import LayoutBlock, is_bullet
 from ocr_engine.ocr_layout import OcrLine, body_height, group_paragraphs, layout_page
+from ocr_engine.reading_order import reading_order
 from ocr_engine.scan_models import ScanModels
 from ocr_engine.scan_tables import ScanTable, read_table
 from ocr_engine.schema import BlockType
@@ -217,7 +219,8 @@ def lay_out(
             rest.extend(inside)  # mostly running text the model took for a picture
             out.blocks.append(LayoutBlock(BlockType.figure, box=region.box))
         elif region.type == BlockType.figure:
-            out.blocks.append(LayoutBlock(BlockType.figure, text_lines, box=region.box))
+            read = [ln for b in layout_page(inside, page_w, page_h) for ln in b.lines]
+            out.blocks.append(LayoutBlock(BlockType.figure, read, box=region.box))
         elif not text_lines:
             continue
         elif region.type == BlockType.section_header:
