@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from doubles.fakes import HashEmbedder
+from doubles.rerank_stub import RerankStub
 from retrieval.answer import RANK_PRIOR, AnswerOptions, extractive_answer
 from retrieval.schema import Chunk, QueryRequest, Region, RerankFailure, ScoredChunk
 from retrieval.search import Ranked, Retriever
 from server.services import build_services
 from server.settings import Settings
-from doubles.rerank_stub import RerankStub
 
 QUESTION = "When did the Kelud volcano erupt?"
 

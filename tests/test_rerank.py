@@ -12,11 +12,11 @@ import pytest
 from pydantic import ValidationError
 
 from doubles.loopback import free_port
+from doubles.rerank_stub import RerankStub
 from retrieval.rerank import HttpReranker, OnnxReranker, RerankError, shipped_model_dir
 from retrieval.search import Retriever
 from server.settings import Settings
 from tests.apiapp import ApiApp, api_app
-from doubles.rerank_stub import RerankStub
 
 QUESTION = "When did the Kelud volcano erupt?"
 
