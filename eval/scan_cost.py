@@ -14,7 +14,10 @@ orient, recognise), the layout model and the table model (ONNX runs) apart, and 
 Time to the card: the scan ingested by a fresh service (``build_services``, default settings and
 embedder, loaded before the clock starts) through ``Sync.ingest_paths``; the times of its events
 from the call: the first page read, the 12th (the pages the document card is read from,
-``CARD_PAGES``), the last, and the end (the card is written with the document's last batch).
+``CARD_PAGES``), the document's card point in the index (ingest writes it once those pages are
+read, `ingest.card_ahead`; watched every 0.2 s), the last page read, and the end (the card point
+written again, same id, with the last batch). The card first written and the final card are
+both printed.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -31,6 +35,7 @@ import pymupdf
 
 from eval.scan_structure import CachedOcr
 from ocr_engine.options import CpuOcrOptions
+from retrieval.doc_card import DocumentCard
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -90,6 +95,8 @@ def time_to_card(scan: Path, work: Path) -> list[str]:
     """Event times of the scan's ingest by a fresh service, from the call."""
     from ingest.cards import CARD_PAGES
     from ingest.events import EventKind, IngestEvent
+    from ingest.files import file_sha256
+    from retrieval.doc_card import CARD_CHUNK_ID
     from server.services import build_services
     from server.settings import Settings
 
@@ -106,23 +113,49 @@ def time_to_card(scan: Path, work: Path) -> list[str]:
         elif event.kind is EventKind.finished:
             finished.append(now)
 
+    doc_id = file_sha256(scan)
+    first_card: list[tuple[float, DocumentCard | None]] = []
+    done = threading.Event()
+
+    def watch() -> None:  # the card point, as a replica polling the index would see it
+        while not done.wait(0.2):
+            found = services.store.get(doc_id, [CARD_CHUNK_ID])
+            if found:
+                first_card.append((time.perf_counter() - started, found[0].card))
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
     unsubscribe = services.events.subscribe(seen)
     try:
+        watcher.start()
         (result,) = services.sync.ingest_paths([scan])
         total = time.perf_counter() - started
         card = services.ledger.get(result.doc_id).card if result.doc_id else None
     finally:
+        done.set()
+        watcher.join()
         unsubscribe()
         services.close()
     card_at = read[CARD_PAGES - 1] if len(read) >= CARD_PAGES else float("nan")
     end = finished[0] if finished else total
+    written, early = first_card[0] if first_card else (float("nan"), None)
+    same = early is not None and card is not None and _settled(early) == _settled(card)
     return [
         f"Ingest of the {len(read)}-page scan, default settings: first page read at "
-        f"{read[0]:.1f} s, page {CARD_PAGES} (the card's pages read) at {card_at:.1f} s, last page "
-        f"at {read[-1]:.1f} s, document finished with its card at "
+        f"{read[0]:.1f} s, page {CARD_PAGES} (the card's pages read) at {card_at:.1f} s, the "
+        f"document's card point in the index at {written:.1f} s, last page at {read[-1]:.1f} s, "
+        f"document finished (card point written again) at "
         f"{end:.1f} s ({result.status.value}, {result.pages} pages).",
+        f"Card first written: {early.summary if early else 'none'}",
+        f"Card at the end: {card.summary if card else 'none'}",
+        f"Same card but for its contents: {same}",
         f"Card: {card.model_dump_json(exclude_none=True)[:400] if card else 'none'}",
     ]
+
+
+def _settled(card: DocumentCard) -> dict[str, object]:
+    """What a card says of the document, without its contents (read from every page)."""
+    return card.model_dump(exclude={"contents"})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,6 +88,7 @@ class Batch:
     doc: DocRun
     chunks: list[Chunk]
     last_page: int
+    card: Chunk | None = None  # the card point, written at once (not staged with the chunks)
 
 
 @dataclass

@@ -324,6 +324,13 @@ class Ledger(PathLedger):
         with self.transaction() as db:
             db.execute("UPDATE documents SET pages_done = ? WHERE doc_id = ?", (pages_done, doc_id))
 
+    def set_card(self, doc_id: str, card: DocumentCard) -> None:
+        """The card of a document still processing, as its card point is written."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET card = ? WHERE doc_id = ?", (card.model_dump_json(), doc_id)
+            )
+
     def set_password_tried(self, doc_id: str, fingerprint: str) -> None:
         with self.transaction() as db:
             db.execute(

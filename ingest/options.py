@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ingest.cards import CARD_PAGES
 from ingest.failures import RetryPolicy
 from ingest.guards import PdfLimits
 from ocr_engine.options import ExtractOptions, OcrMode
@@ -82,12 +83,15 @@ class IngestOptions(BaseModel):
 
     def extraction_ranges(self, chunk_windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """The extraction requests of a document chunked in `chunk_windows`: the first pages
-        one by one, then doubling, when CPU OCR may read them (a scan shows progress soon)."""
+        one by one, then doubling, when CPU OCR may read them (a scan shows progress soon), a
+        request ending with the last page the document's card is read from (its card point is
+        written as soon as that page is read, `ingest.card_ahead`)."""
         size = self.extraction_window()
         ranges = [part for lo, hi in chunk_windows for part in windows(lo, hi, size)]
         if size < self.window and chunk_windows:
             lo, hi = chunk_windows[0]
             ranges = ramped(lo, hi, size) + ranges[len(windows(lo, hi, size)) :]
+            ranges = [cut for lo, hi in ranges for cut in _cut(lo, hi, CARD_PAGES)]
         return ranges
 
     def extraction_window(self) -> int:
@@ -107,6 +111,10 @@ def image_only_pages(pages: Sequence[Page]) -> list[int]:
         and any(b.type is BlockType.figure for b in page.blocks)
         and not any(b.lines for b in page.blocks)
     ]
+
+
+def _cut(first: int, last: int, at: int) -> list[tuple[int, int]]:
+    return [(first, at), (at + 1, last)] if first <= at < last else [(first, last)]
 
 
 def ramped(first: int, last: int, size: int) -> list[tuple[int, int]]:

@@ -6,8 +6,10 @@
 
 A document is read a window of pages at a time, so memory does not grow with its page count
 (only its chunks and vectors, ~20 kB a page, are kept until its points are written in one
-`replace_document`). Extraction of the next windows and documents goes on while the current ones
-are embedded; each queue holds a few windows, so a slow stage holds the others back.
+`replace_document`); its card point goes ahead once the pages its card is read from are read
+(`ingest.card_ahead`), and is written again, same id, with the rest. Extraction of the next
+windows and documents goes on while the current ones are embedded; each queue holds a few
+windows, so a slow stage holds the others back.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ingest.card_ahead import CardAhead
 from ingest.cards import CardBuilder, card_chunk
 from ingest.chunker import ChunkStream
 from ingest.doc_run import STOP, Batch, DocRun, End, folio_version, ocr_note
@@ -216,6 +219,7 @@ class Ingestor:
         )
         doc.writer = self.files.writer(head)
         doc.card = card = CardBuilder(record.source, info.metadata, info.page_count)
+        ahead = CardAhead(doc.doc_id, record.source, info.metadata, info.page_count)
         chunker: ChunkStream | None = None
         held: list[Page] = []  # marked pages waiting for the card that labels their chunks
 
@@ -247,6 +251,8 @@ class Ingestor:
                 doc.extract_s += result.seconds
                 doc.warnings.extend(w for w in result.warnings if w not in doc.warnings)
                 read += len(result.pages)
+                if (early := ahead.feed(result.pages)) is not None:
+                    out.put(Batch(doc, [], 0, card=early))  # written at once (`_write_card`)
                 # marked pages are written as they come (the live page cards read them); the
                 # last pages wait for the evidence after them, whichever way pages are grouped
                 if marked := furniture.feed(result.pages):
@@ -372,6 +378,8 @@ class Ingestor:
 
     def _embed(self, batch: Batch) -> None:
         doc = batch.doc
+        if batch.card is not None and doc.error is None:
+            self._write_card(doc, batch.card)
         if doc.error is not None or not batch.chunks:
             if doc.error is None:
                 self._progress(doc, batch.last_page)
@@ -391,6 +399,21 @@ class Ingestor:
                 reached = max(r.page for c in part for r in c.regions)
                 self._progress(doc, min(reached, batch.last_page))
             self._progress(doc, batch.last_page)
+        except Exception as exc:
+            doc.error = exc
+
+    def _write_card(self, doc: DocRun, card: Chunk) -> None:
+        """The card point into the index and its card into the ledger, while the document is
+        still processing: a kill leaves it as any processing document's points are left (the
+        next start's recovery removes them, the document is read again); a failure removes it
+        with the document's other points (`_failed`)."""
+        assert card.card is not None
+        try:
+            began = time.perf_counter()
+            vectors = self._vectors(doc, [card.embed_text])
+            doc.embed_s += time.perf_counter() - began
+            self.store.upsert([card], vectors)
+            self.ledger.set_card(doc.doc_id, card.card)
         except Exception as exc:
             doc.error = exc
 

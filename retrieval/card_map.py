@@ -13,7 +13,11 @@ or every `counts_s` (a document grown by what another lost), the documents' poin
 (one facet) and the card of each new or changed document is fetched; every `full_s` all cards are
 read again (a document re-ingested with as many points as before); `on_change` is told the
 documents changed or gone (a replica drops their cached JSON). A document without a card point
-(an index written before cards) is named by its file name, read from one of its chunks.
+(an index written before cards) is named by its file name, read from one of its chunks. A document
+whose only point is its card is still being ingested (ingest writes the card point once the first
+pages are read, the chunks when the last is): it is named once its chunks are in, as the ledger
+names only finished documents, since a name whose document has nothing to search would only
+take the question's name words away from the documents that can answer.
 """
 
 from __future__ import annotations
@@ -81,15 +85,16 @@ class CardMap:
         self._counts_at = now + self.counts_s
         known = {} if full else self._points
         changed = [d for d, n in points.items() if known.get(d) != n]
-        read = {d: self._read(d) for d in changed}
+        read = {d: self._read(d, points[d]) for d in changed}
         with self._lock:
             before = self._named
-            named = {d: read.get(d) or before[d] for d in points if d in read or d in before}
+            found = {d: read[d] if d in read else before.get(d) for d in points}
+            named = {d: n for d, n in found.items() if n is not None}
             self._named = named
         moved_ids = [
             d
             for d in before
-            if d not in points or points[d] != self._points.get(d) or named[d] != before[d]
+            if d not in named or points[d] != self._points.get(d) or named[d] != before[d]
         ]
         self._points = {d: n for d, n in points.items() if d in named}
         self._count = count
@@ -102,11 +107,12 @@ class CardMap:
             log.info("the index holds %d documents (%d points)", len(named), count)
         return moved
 
-    def _read(self, doc_id: str) -> Named:
-        """The document's name and card from its card point, else its name from a chunk."""
+    def _read(self, doc_id: str, points: int) -> Named | None:
+        """The document's name and card from its card point, else its name from a chunk; None
+        while its card is its only point (its chunks are not in yet)."""
         cards = self.store.get(doc_id, [CARD_CHUNK_ID])
         if cards and cards[0].card is not None:
-            return Named(cards[0].source, cards[0].card)
+            return Named(cards[0].source, cards[0].card) if points > 1 else None
         chunks = self.store.chunks(doc_id)
         if not chunks:
             raise StoreError(f"document {doc_id[:12]} has points but none could be read")

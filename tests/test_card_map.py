@@ -113,3 +113,22 @@ def test_a_replica_forgets_the_json_and_layouts_of_documents_read_again(tmp_path
         layouts.heading(doc_id, 1, "Title", 100.0)
     assert loads == [(A, 1), (B, 1), (A, 1)]  # A's page read again, B's kept
     docs.close()
+
+
+def test_a_document_whose_only_point_is_its_card_is_named_once_its_chunks_are_in() -> None:
+    """Ingest writes a document's card point once its first pages are read, its chunks with its
+    last page. Until they are in, it has nothing to search: a name would only take the
+    question's name words from the documents that can answer (the ledger names only finished
+    documents too)."""
+    store = QdrantServerStore(location=":memory:", dim=DIM)
+    told: list[list[str]] = []
+    cards = CardMap(store, full_s=3600, counts_s=0.0, on_change=told.append)
+    _index(store, B, [make_chunk(B, "c0000", [1]), _card(B, "b.pdf", "Merapi")])
+    early = _card(A, "a.pdf", "Kelud Observatory")
+    store.upsert([early], np.asarray(HashEmbedder(DIM).embed_documents([early.embed_text])))
+    assert cards.poll() is True and list(cards.named()) == [B]
+    assert NamedDocuments(cards.named).match("What did Kelud Observatory report?").doc_ids == []
+    assert cards.poll() is False  # still only its card: still unnamed, nothing told
+    _index(store, A, [make_chunk(A, "c0000", [1]), _card(A, "a.pdf", "Kelud Observatory")])
+    assert cards.poll() is True and sorted(cards.named()) == [A, B] and told == []
+    assert NamedDocuments(cards.named).match("What did Kelud Observatory report?").doc_ids == [A]
