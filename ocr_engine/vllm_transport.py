@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from ocr_engine.deepseek import detect_repetition
+from ocr_engine.errors import EngineError
 from ocr_engine.options import VLLMOptions
 from ocr_engine.vllm_request import strict_body
 
@@ -53,7 +54,7 @@ class RunStats:
     wall_s: float = 0.0
 
 
-class PageFailure(Exception):
+class PageFailure(EngineError):
     """The page cannot be read by this engine: `code` and message go into its PageError."""
 
     def __init__(self, code: str, message: str) -> None:
