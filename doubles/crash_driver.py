@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from doubles.fakes import HashEmbedder
-from ingest.ledger import Ledger
-from ingest.pipeline import IngestOptions
+from ingest.ledger.ledger import Ledger
+from ingest.pipeline.pipeline import IngestOptions
 from ocr_engine.options import ExtractOptions, OcrMode
-from retrieval.edge_store import EdgeStore
+from retrieval.index.edge_store import EdgeStore
 from server.services import build_services
 from server.settings import Settings
 

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from doubles.fakes import HashEmbedder
 from doubles.loopback import ThreadedServer
 from doubles.ocr_simulator import _bind_loopback
-from retrieval.embedder import Embedder, SentenceTransformerEmbedder
+from retrieval.index.embedder import Embedder, SentenceTransformerEmbedder
 
 __all__ = ["EmbedServer", "make_backend"]
 

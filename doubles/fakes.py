@@ -1,6 +1,6 @@
 """A fast, deterministic embedder for tests that exercise ingestion rather than retrieval quality.
 
-It implements `retrieval.embedder.Embedder` for real: words are hashed into a bag-of-words
+It implements `retrieval.index.embedder.Embedder` for real: words are hashed into a bag-of-words
 vector, L2-normalised, so texts that share words are near. No model is loaded.
 """
 

@@ -251,9 +251,9 @@ def pdf_page_images(
     name: str = "<bytes>",
 ) -> list[PageImage]:
     """Each page rendered like the client renders it, with output synthesised from a text layer."""
-    from ocr_engine.pdf import open_pdf
-    from ocr_engine.pymupdf_engine import PyMuPDFEngine
-    from ocr_engine.render import render_page
+    from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+    from ocr_engine.engines.render import render_page
+    from ocr_engine.inputs.pdf import open_pdf
 
     doc = open_pdf(pdf, name=name)
     source = open_pdf(text_source, name=f"text source of {name}") if text_source else doc

@@ -1,7 +1,7 @@
 """An OpenAI-compatible chat-completions stub on loopback, for generated answers.
 
 `POST /v1/chat/completions` reads the numbered sources and the question from the prompt that
-`retrieval.llm.build_messages` writes and answers by the current `Behaviour`, streamed
+`retrieval.answer.llm.build_messages` writes and answers by the current `Behaviour`, streamed
 (`stream: true`: chunks, then `data: [DONE]`) or as one `chat.completion`:
 
 - `faithful`: sentences copied from the sources (the first lightly paraphrased), right markers;
@@ -126,7 +126,7 @@ class LlmStub:
 
     def ask(self, question: str, sources: list[str]) -> httpx.Response:
         """A non-streaming request as a client other than folio's would send it."""
-        from retrieval.llm import build_messages
+        from retrieval.answer.llm import build_messages
 
         body = {"model": STUB_MODEL, "messages": build_messages(question, sources)}
         return httpx.post(f"{self.url}/chat/completions", json=body, timeout=10)

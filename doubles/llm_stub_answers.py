@@ -72,7 +72,8 @@ class StubAnswer:
 
 
 def parse_prompt(content: str) -> tuple[list[str], str]:
-    """(numbered sources, question) of the user message `retrieval.llm.build_messages` writes."""
+    """(numbered sources, question) of the user message `retrieval.answer.llm.build_messages`
+    writes."""
     question = content.rsplit("Question:", 1)[-1].strip() if "Question:" in content else ""
     return [m.group(2) for m in _SOURCE.finditer(content)], question
 

@@ -225,8 +225,8 @@ async def _chat(state: SimState, request: Request) -> JSONResponse:
             raise BadRequest(
                 400,
                 f"simulator: unknown image sha256={key} ({len(image)} bytes); register it first "
-                "(register_pdf renders pages with ocr_engine.render.render_page at the same dpi "
-                "and max_pixels as the client, or register_image)",
+                "(register_pdf renders pages with ocr_engine.engines.render.render_page at the "
+                "same dpi and max_pixels as the client, or register_image)",
             )
         prompt = prompt_tokens(page.width_px, page.height_px, text)
         limit = max_tokens(body, prompt, config.context_tokens)

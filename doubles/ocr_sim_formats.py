@@ -20,17 +20,17 @@ import json
 import pymupdf
 
 from doubles.grounding_synth import PageImage, pdf_page_images
-from ocr_engine.mineru import (
+from ocr_engine.engines.mineru import (
     GRID,
     content_prompt,
     layout_png,
     parse_layout,
     region_box,
 )
+from ocr_engine.engines.vllm_regions import render_crops
+from ocr_engine.layout.vlm_blocks import smart_resize
 from ocr_engine.options import OcrFamily
 from ocr_engine.schema import Block, BlockType, Page
-from ocr_engine.vllm_regions import render_crops
-from ocr_engine.vlm_blocks import smart_resize
 
 __all__ = ["dots_json", "mineru_layout", "mineru_text", "otsl", "sim_page_images"]
 
@@ -231,9 +231,9 @@ def sim_page_images(
         return pdf_page_images(
             pdf, dpi=dpi, max_pixels=max_pixels, text_source=text_source, name=name
         ), []
-    from ocr_engine.pdf import open_pdf
-    from ocr_engine.pymupdf_engine import PyMuPDFEngine
-    from ocr_engine.render import render_page
+    from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+    from ocr_engine.engines.render import render_page
+    from ocr_engine.inputs.pdf import open_pdf
 
     doc = open_pdf(pdf, name=name)
     source = open_pdf(text_source, name=f"text source of {name}") if text_source else doc

@@ -4,13 +4,14 @@ The model name (`model`, DeepSeek-OCR by default) picks the format of the answer
 grounding markdown, dots.ocr JSON or MinerU2.5's layout-then-regions (`doubles.ocr_sim_formats`).
 
 `POST /v1/chat/completions` recognises the page image by the sha256 of its decoded bytes, so every
-image must be registered first (`register_pdf` renders pages with `ocr_engine.render.render_page`,
-exactly as the client does; `register_image`; `register_recorded`). An unregistered image is
-answered 400 "unknown image": a real model would read anything, the simulator only knows what it
-was told. Other answers follow vLLM: 404 for another model name, 400 when the prompt estimate plus
-`max_tokens` exceeds the context, `skip_special_tokens` true by default (tags stripped),
-`finish_reason` "length" when `max_tokens` cuts the output, no EOS string in the content unless
-`include_stop_str_in_output` is true and special tokens are kept. Streaming and n > 1 are refused.
+image must be registered first (`register_pdf` renders pages with
+`ocr_engine.engines.render.render_page`, exactly as the client does; `register_image`;
+`register_recorded`). An unregistered image is answered 400 "unknown image": a real model would read
+anything, the simulator only knows what it was told. Other answers follow vLLM: 404 for another
+model name, 400 when the prompt estimate plus `max_tokens` exceeds the context,
+`skip_special_tokens` true by default (tags stripped), `finish_reason` "length" when `max_tokens`
+cuts the output, no EOS string in the content unless `include_stop_str_in_output` is true and
+special tokens are kept. Streaming and n > 1 are refused.
 
 Each admitted request sleeps `prefill_seconds + seconds_per_token * completion_tokens`; at most
 `capacity` are admitted at once, the rest wait (vLLM's max_num_seqs). Faults (`Fault`) are queued

@@ -37,7 +37,7 @@ def _with_options(group: str = "", **changes: Any) -> Callable[[], None]:
     question."""
     from dataclasses import replace
 
-    from retrieval.search import Retriever
+    from retrieval.answer.retriever import Retriever
 
     drawn = Retriever.answer_options
 
@@ -52,7 +52,7 @@ def _with_options(group: str = "", **changes: Any) -> Callable[[], None]:
 
 def _rules() -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
     from retrieval.answer import meet
-    from retrieval.doc_names import NamedDocuments
+    from retrieval.search.doc_names import NamedDocuments
 
     def keep_all(_q: str, found: Any, *_rest: Any) -> Any:
         return found

@@ -92,7 +92,7 @@ def run_index(directory: Path, split: str, data: Path, variants: dict[str, dict[
     from eval.retrieval_index import open_folio
     from retrieval.answer import extractive_answer
     from retrieval.schema import QueryRequest
-    from retrieval.search import search_filter
+    from retrieval.search.search import search_filter
 
     dataset = next(s for s in _SETS if directory.name.startswith(s))
     index = open_folio(directory.name, [], directory.parent, existing=directory)
@@ -198,7 +198,7 @@ def summary(rows: list[dict[str, Any]], variants: list[str], thresholds: list[fl
 def main(argv: list[str] | None = None) -> int:
     from eval.answer_sets import load_user_questions
     from eval.answers import USER_QUESTIONS
-    from retrieval.rerank import OnnxReranker
+    from retrieval.search.rerank import OnnxReranker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("tune", "check"), required=True)

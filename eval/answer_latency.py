@@ -40,9 +40,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from eval.retrieval_data import load_corpus
     from retrieval.answer import extractive_answer
-    from retrieval.embedder import SentenceTransformerEmbedder
+    from retrieval.answer.retriever import Retriever
+    from retrieval.index.embedder import SentenceTransformerEmbedder
     from retrieval.schema import QueryRequest
-    from retrieval.search import Retriever, search_filter
+    from retrieval.search.search import search_filter
     from server.services import build_retriever, build_services
     from server.settings import Settings
 

@@ -82,7 +82,7 @@ def _boxed(citation: Any, pdf: Path | None) -> str:
 
 
 async def _ask_one(services: Any, asked: Asked, pdfs: dict[str, Path], doc_ids: Any) -> None:
-    from retrieval.generate import answer_query
+    from retrieval.answer.generate import answer_query
     from retrieval.schema import QueryRequest
 
     request = QueryRequest(question=asked.question, top_k=TOP_K, doc_ids=doc_ids)

@@ -93,7 +93,7 @@ def financebench_services(work: Path, index: Path | None = None) -> Any:
     when none)."""
     from eval.retrieval_cache import CachedEmbedder
     from eval.retrieval_index import default_embedder_indexes
-    from retrieval.embedder import SentenceTransformerEmbedder
+    from retrieval.index.embedder import SentenceTransformerEmbedder
     from server.services import build_services
     from server.settings import Settings
 
@@ -120,7 +120,7 @@ def _ask(services: Any, q: Question, doc_ids: list[str] | None, cells: bool) -> 
 
     from retrieval.answer import extractive_answer
     from retrieval.schema import QueryRequest
-    from retrieval.search import search_filter
+    from retrieval.search.search import search_filter
 
     retriever = services.retriever
     req = QueryRequest(question=q.text, top_k=TOP_K, doc_ids=doc_ids)

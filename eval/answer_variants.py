@@ -96,7 +96,7 @@ def apply(services: Any, args: argparse.Namespace) -> None:
         services.retriever.rank_prior = args.rank_prior
     if args.rerank == "off":
         return
-    from retrieval.rerank import OnnxReranker
+    from retrieval.search.rerank import OnnxReranker
 
     reranker: Any = OnnxReranker(max_length=args.rerank_max_length)
     if args.rerank_blend == "ranks":

@@ -4,8 +4,8 @@
         [--data ../shared/data] [--work .bench/retrieval] [--limit-docs N] [--index DIR]
         [--results PATH]
 
-Every question is asked as `POST /query` answers it (`retrieval.generate.answer_query` with the
-services' retriever and LLM settings: extractive unless FOLIO_LLM_URL is set), top 5 hits, of
+Every question is asked as `POST /query` answers it (`retrieval.answer.generate.answer_query` with
+the services' retriever and LLM settings: extractive unless FOLIO_LLM_URL is set), top 5 hits, of
 ONE index per (dataset, split) holding only that split's documents (`open_folio` keyed
 `<dataset>-<split>`, cached under --work: ingest runs about 2 pages/s on 2 cores, so a split's
 index is built once and reused; pages are read as the product reads them, by OCR where a page

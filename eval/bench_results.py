@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "docs" / "bench-results.json"
 # what a figure depends on: the packages and the project file, not docs, tests or the web page
 _CODE = ("ocr_engine", "ingest", "retrieval", "server", "eval", "pyproject.toml")
-_NOT_CODE = ("server/static/", "eval/report.py", "eval/bench_results.py")
+_NOT_CODE = ("server/web/static/", "eval/report.py", "eval/bench_results.py")
 _SUFFIXES = (".py", ".json", ".jsonl", ".toml")
 
 

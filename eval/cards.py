@@ -25,15 +25,15 @@ from collections import Counter
 from pathlib import Path
 
 from eval.retrieval_data import Corpus, load_corpus
-from ingest.cards import CARD_PAGES, document_card
-from ocr_engine.extract import iter_pages
-from ocr_engine.furniture import FurnitureMarker
+from ingest.cards.cards import CARD_PAGES, document_card
+from ocr_engine.engines.extract import iter_pages
+from ocr_engine.engines.reader import PageReader
+from ocr_engine.inputs.pdf import open_pdf
+from ocr_engine.layout.furniture import FurnitureMarker
 from ocr_engine.options import ExtractOptions, OcrMode
-from ocr_engine.pdf import open_pdf
-from ocr_engine.reader import PageReader
 from ocr_engine.schema import Document
 from retrieval.doc_card import DocKind, DocumentCard, card_line
-from retrieval.doc_names import Named, NamedDocuments
+from retrieval.search.doc_names import Named, NamedDocuments
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

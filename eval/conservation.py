@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pymupdf
 
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.routing import ocr_reason
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.routing import ocr_reason
+from ocr_engine.layout.textlayer import TEXT_FLAGS
 from ocr_engine.schema import Page
-from ocr_engine.textlayer import TEXT_FLAGS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 
+from ocr_engine.engines.rapid_engine import DEFAULT_DET_SIDE, RapidOCREngine, render_array
 from ocr_engine.options import CpuOcrOptions
-from ocr_engine.rapid_engine import DEFAULT_DET_SIDE, RapidOCREngine, render_array
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pymupdf
 
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.geometry import Box, iou
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -100,7 +100,7 @@ def ground_truth(path: Path) -> Pages:
 
 def ours(pdf: Path) -> Pages:
     """folio's blocks per page."""
-    from ocr_engine.extract import extract_document
+    from ocr_engine.engines.extract import extract_document
 
     pages: Pages = {}
     for page in extract_document(pdf).pages:
@@ -247,7 +247,7 @@ def gt_texts(path: Path) -> dict[int, list[tuple[str, str, Box]]]:
 
 def dump(pairs: list[tuple[Path, Path]]) -> list[str]:
     """Per page: our false-positive headings, missed headings, missed and extra tables."""
-    from ocr_engine.extract import extract_document
+    from ocr_engine.engines.extract import extract_document
 
     out: list[str] = []
 

@@ -32,9 +32,9 @@ def count(data: Path, sample: int) -> str:
 
     from eval.retrieval_data import load_corpus
     from eval.retrieval_metrics import image_only_docs
+    from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine, raster_regions
+    from ocr_engine.engines.rapid_engine import RapidOCREngine
     from ocr_engine.options import ExtractOptions
-    from ocr_engine.pymupdf_engine import PyMuPDFEngine, raster_regions
-    from ocr_engine.rapid_engine import RapidOCREngine
 
     corpus = load_corpus("mmlongbench", data)
     skip = image_only_docs(corpus.pdfs)
@@ -156,16 +156,16 @@ def gold(data: Path) -> str:
 
     from eval.retrieval_data import load_corpus
     from eval.retrieval_metrics import image_only_docs
-    from ocr_engine.geometry import area, centre_inside, iou
-    from ocr_engine.options import ExtractOptions
-    from ocr_engine.pymupdf_engine import (
+    from ocr_engine.engines.pymupdf_engine import (
         FIGURE_MAX_TEXT,
         FIGURE_MIN_PIXELS,
         FIGURE_MIN_SHARE,
         PyMuPDFEngine,
         raster_regions,
     )
-    from ocr_engine.routing import ocr_reason
+    from ocr_engine.engines.routing import ocr_reason
+    from ocr_engine.geometry import area, centre_inside, iou
+    from ocr_engine.options import ExtractOptions
     from ocr_engine.schema import BlockType
 
     corpus = load_corpus("mmlongbench", data)

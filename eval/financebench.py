@@ -52,7 +52,7 @@ def recall_at(ranked: list[list[tuple[str, int]]], questions: list[Question], k:
 
 
 def run_folio(pdfs: list[Path], questions: list[Question], work: Path) -> dict[str, object]:
-    from ingest.pipeline import FileStatus
+    from ingest.pipeline.pipeline import FileStatus
     from retrieval.schema import QueryRequest
     from server.services import build_services
     from server.settings import Settings

@@ -27,7 +27,7 @@ from doubles.fakes import HashEmbedder
 from doubles.loopback import free_port
 from doubles.ocr_simulator import OcrSimulator
 from ocr_engine.options import OcrMode
-from server.app import create_app
+from server.serve.app import create_app
 from server.services import build_services
 from server.settings import Settings
 

@@ -9,7 +9,7 @@ first unless another is much better supported: `RANK_PRIOR`), `local, no rank pr
 re-ranked hits, the answer drawn as without a re-ranker), two cheaper sentence scorers, and
 `off, rank prior` (no re-ranker, the answer's sentences weighed by their hit's rank as after
 one), `off, titles boxed alone` (a cited chart title or caption boxed without the figure or table it
-names: `retrieval.page_layout`); with `--heading-leads`, `off` with other margins by which a
+names: `retrieval.answer.page_layout`); with `--heading-leads`, `off` with other margins by which a
 section heading must be more like the question than any sentence to lead the answer
 (`retrieval.answer.HEADING_LEAD`; `inf`: never). Besides the box table: page R@1 (a gold page
 is the first hit), where the first citation comes from, and the query time's p50 (the
@@ -78,8 +78,8 @@ def _ask(
 ) -> tuple[Cited, float, str]:
     """The case asked as `POST /query` asks it: where it cites, seconds, the cited hit's rank."""
     from retrieval.answer import extractive_answer
+    from retrieval.answer.retriever import extractive_response
     from retrieval.schema import QueryRequest
-    from retrieval.search import extractive_response
 
     started = time.perf_counter()
     req = QueryRequest(question=case.question)
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    from retrieval.rerank import OnnxReranker
+    from retrieval.search.rerank import OnnxReranker
 
     corpus = load_corpus("mmlongbench", args.data)
     cases = answerable_box_cases(args.data, corpus, with_image_only=args.with_image_only)

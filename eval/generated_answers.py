@@ -6,14 +6,14 @@ FinanceBench's dev questions are searched in folio's cached FinanceBench index (
 `python -m eval retrieval --dataset financebench`; the newest `financebench-*` directory under
 --work that holds a finished ingest is opened, so a change to the index key's sources does not
 force a new ingest), and the top 5 hits are answered by the LLM stub of the tests
-(`doubles.llm_stub`, behaviour `mixed`) on loopback, through `retrieval.generate` as `/query` does.
-The stub writes 3-5 sentences copied (or lightly reworded) from the numbered sources, and plants
-faults with known labels: a sentence cited to another source, a number no source holds, a number
-of the same source in place of the right one, a marker past the last source. Reported: the share
-of citations judged supported, the checker's precision and recall for "unsupported" against the
-planted labels (with and without the swapped numbers, which a check of numbers against the source
-cannot see), verdicts per planted kind, the time per answer, and the fallback (mode, error code,
-seconds) for each failure the stub can play.
+(`doubles.llm_stub`, behaviour `mixed`) on loopback, through `retrieval.answer.generate` as `/query`
+does. The stub writes 3-5 sentences copied (or lightly reworded) from the numbered sources, and
+plants faults with known labels: a sentence cited to another source, a number no source holds, a
+number of the same source in place of the right one, a marker past the last source. Reported: the
+share of citations judged supported, the checker's precision and recall for "unsupported" against
+the planted labels (with and without the swapped numbers, which a check of numbers against the
+source cannot see), verdicts per planted kind, the time per answer, and the fallback (mode, error
+code, seconds) for each failure the stub can play.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _financebench_index(work: Path) -> Any:
     """Services over the newest finished FinanceBench index under `work` (None when none)."""
     from eval.retrieval_cache import CachedEmbedder
     from eval.retrieval_index import default_embedder_indexes
-    from retrieval.embedder import SentenceTransformerEmbedder
+    from retrieval.index.embedder import SentenceTransformerEmbedder
     from server.services import build_services
     from server.settings import Settings
 
@@ -64,9 +64,9 @@ def _ratio(a: int, b: int) -> str:
 async def _run(services: Any, questions: list[str], rounds: int) -> dict[str, Any]:
     from doubles.llm_stub import Behaviour, LlmStub
     from doubles.llm_stub_answers import EXPECTED
-    from retrieval.embedder import SentenceTransformerEmbedder
-    from retrieval.generate import answer_response
-    from retrieval.llm import LlmOptions
+    from retrieval.answer.generate import answer_response
+    from retrieval.answer.llm import LlmOptions
+    from retrieval.index.embedder import SentenceTransformerEmbedder
 
     pairs: list[tuple[str, str]] = []  # (planted kind, verdict)
     misaligned = answers = 0
@@ -117,7 +117,7 @@ async def _run(services: Any, questions: list[str], rounds: int) -> dict[str, An
 async def _fallback(
     services: Any, question: str, hits: Any, options: Any, name: str
 ) -> tuple[str, str, str, float]:
-    from retrieval.generate import answer_response
+    from retrieval.answer.generate import answer_response
 
     started = time.perf_counter()
     result = await answer_response(question, hits, embedder=services.embedder, llm=options)

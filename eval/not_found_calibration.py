@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     from eval.retrieval_index import open_folio
     from retrieval.answer import extractive_answer
     from retrieval.schema import QueryRequest
-    from retrieval.search import search_filter
+    from retrieval.search.search import search_filter
 
     corpus = load_corpus(args.dataset, args.data)
     index = open_folio(args.index.name, [], args.index.parent, existing=args.index)

@@ -3,8 +3,8 @@
     python -m eval.ocr_parser [--data ../shared/data] [--blocks]
 
 Parses `ocr_samples/deepseek_ocr__docling__deepseek_example.md` (real DeepSeek-OCR grounding
-output for `docling/pdf/2305.03393v1-pg9.pdf`) with `ocr_engine.deepseek.parse_grounding` and
-matches its blocks one to one with the text-layer blocks of `PyMuPDFEngine` on the same page
+output for `docling/pdf/2305.03393v1-pg9.pdf`) with `ocr_engine.engines.deepseek.parse_grounding`
+and matches its blocks one to one with the text-layer blocks of `PyMuPDFEngine` on the same page
 (greedy on IoU, then text similarity for blocks that do not overlap). Reports per matched block the
 box IoU and the text agreement (difflib ratio of normalised text: lower case, markup and
 hyphenation spaces dropped; for tables the Dice overlap of cell words), and the estimated
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pymupdf
 
-from ocr_engine.deepseek import parse_grounding
+from ocr_engine.engines.deepseek import parse_grounding
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.geometry import iou
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.schema import Block, BlockType
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

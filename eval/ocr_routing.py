@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pymupdf
 
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.routing import ocr_reason
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.routing import ocr_reason
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

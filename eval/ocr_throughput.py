@@ -25,9 +25,9 @@ from pathlib import Path
 import pymupdf
 
 from doubles.ocr_simulator import OcrSimulator
+from ocr_engine.engines.vllm_engine import VLLMEngine
 from ocr_engine.options import VLLMOptions
 from ocr_engine.schema import PageStatus
-from ocr_engine.vllm_engine import VLLMEngine
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -26,10 +26,10 @@ from typing import Any
 
 from eval.bench_results import BenchRow, record
 from eval.splits import OFFICE_FORMATS, SPLITS, office_files, split_of
-from ocr_engine.convert_pool import Converted, ConvertLimits, ConvertPool
-from ocr_engine.extract import extract_document
-from ocr_engine.office import render_pdf
-from ocr_engine.office_match import norm
+from ocr_engine.engines.extract import extract_document
+from ocr_engine.inputs.convert_pool import Converted, ConvertLimits, ConvertPool
+from ocr_engine.inputs.office import render_pdf
+from ocr_engine.layout.office_match import norm
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import BlockType, Document
 

@@ -31,12 +31,12 @@ import pymupdf
 
 from eval.olmocr_tests import run_test
 from eval.scan_structure import CachedOcr
-from ocr_engine.extract import iter_pages
-from ocr_engine.furniture import FurnitureMarker
-from ocr_engine.markdown import page_markdown
+from ocr_engine.engines.extract import iter_pages
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.reader import PageReader, sent_to_ocr
+from ocr_engine.exports.markdown import page_markdown
+from ocr_engine.layout.furniture import FurnitureMarker
 from ocr_engine.options import CpuOcrOptions, ExtractOptions, OcrMode
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.reader import PageReader, sent_to_ocr
 from ocr_engine.schema import Page
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -27,7 +27,7 @@ from pathlib import Path
 from doubles.fakes import HashEmbedder
 from doubles.loopback import ThreadedServer, free_port
 from ocr_engine.options import OcrMode
-from server.app import create_app
+from server.serve.app import create_app
 from server.services import Services, build_services
 from server.settings import Settings
 

@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     from eval.evidence_boxes import box_figures, load_box_cases
     from eval.retrieval_index import open_folio
     from eval.retrieval_metrics import image_only_docs
-    from retrieval.rerank import OnnxReranker
-    from retrieval.search import Retriever
+    from retrieval.answer.retriever import Retriever
+    from retrieval.search.rerank import OnnxReranker
     from server.services import build_retriever
 
     corpus = load_corpus(args.dataset, args.data)

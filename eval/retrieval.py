@@ -41,8 +41,8 @@ from eval.retrieval_metrics import (
     score,
     stated_amounts,
 )
-from retrieval.answer import DENSE_POOL
 from retrieval.links import highlight_of
+from retrieval.schema import DENSE_POOL
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -232,8 +232,8 @@ def _run(
 ) -> tuple[list[tuple[str, list[Ranked]]], list[str], Any]:
     """The ranked rows of one variant, its extra reports, and its folio index."""
     from eval.retrieval_index import llamaindex_retriever, open_folio
-    from retrieval.doc_names import NamedDocuments
-    from retrieval.search import Retriever
+    from retrieval.answer.retriever import Retriever
+    from retrieval.search.doc_names import NamedDocuments
 
     corpus, cases = variant.corpus, variant.corpus.cases
     existing = args.folio_index if variant.label == "real names" else None

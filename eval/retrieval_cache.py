@@ -18,7 +18,7 @@ from typing import cast
 
 import numpy as np
 
-from retrieval.embedder import Embedder
+from retrieval.index.embedder import Embedder
 from retrieval.schema import Chunk
 
 __all__ = ["CachedEmbedder", "edge_points", "fingerprint", "seed_from_edge_index"]
@@ -125,7 +125,7 @@ def edge_points(index_dir: Path, batch: int = 512) -> Iterator[list[tuple[Chunk,
     """Every point of a Qdrant Edge index as (chunk, dense vector), `batch` points at a time."""
     import qdrant_edge as qe
 
-    from retrieval.store_common import VECTOR_NAME, chunk_from_payload
+    from retrieval.index.store_common import VECTOR_NAME, chunk_from_payload
 
     shard = qe.EdgeShard.load(str(index_dir), None)
     offset = None

@@ -31,27 +31,27 @@ log = logging.getLogger(__name__)
 _REPO = Path(__file__).resolve().parent.parent
 # the files whose contents change what an index holds: a change makes a new key (a new ingest)
 _SHAPING_SOURCES = (
-    "ingest/chunker.py",
-    "ingest/chunk_tables.py",
-    "ingest/chunk_joins.py",
-    "ingest/cards.py",
-    "ingest/card_period.py",
-    "ingest/card_contents.py",
-    "retrieval/sparse.py",
-    "ocr_engine/extract.py",
-    "ocr_engine/furniture.py",
+    "ingest/pipeline/chunker.py",
+    "ingest/pipeline/chunk_tables.py",
+    "ingest/pipeline/chunk_joins.py",
+    "ingest/cards/cards.py",
+    "ingest/cards/card_period.py",
+    "ingest/cards/card_contents.py",
+    "retrieval/index/sparse.py",
+    "ocr_engine/engines/extract.py",
+    "ocr_engine/layout/furniture.py",
 )
 _DONE = "bench-ingest.json"
 
 
 def _minilm() -> Any:
-    from retrieval.embedder import SentenceTransformerEmbedder
+    from retrieval.index.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 
 
 def _bge_small() -> Any:
-    from retrieval.onnx_embedder import OnnxEmbedder
+    from retrieval.index.onnx_embedder import OnnxEmbedder
 
     return OnnxEmbedder()
 
@@ -91,8 +91,8 @@ class FolioIndex:
 
 def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str, figure_ocr: bool) -> str:
     sources = [_REPO / s for s in _SHAPING_SOURCES if (_REPO / s).exists()]
+    from ocr_engine.engines.pymupdf_engine import TEXT_LAYER_VERSION
     from ocr_engine.options import EXTRACTION_VERSION
-    from ocr_engine.pymupdf_engine import TEXT_LAYER_VERSION
     from retrieval.schema import Chunk
 
     # the chunk model's schema, not its whole module: answers and API models live there too
@@ -152,7 +152,7 @@ def open_folio(
         info = json.loads(done.read_text())
         log.info("reusing folio index %s", directory)
         return FolioIndex(services, directory, info["pages"], info["seconds"], info["failed"])
-    from ingest.pipeline import FileStatus
+    from ingest.pipeline.pipeline import FileStatus
 
     log.info("ingesting %d PDFs into %s", len(pdfs), directory)
     services.sync.recover()  # as `folio ingest` does: a build stopped part way goes on
@@ -184,7 +184,7 @@ def _seed_page_cache(directory: Path, others: list[Path]) -> None:
     not depend on the settings in the key, and pages are cached by engine."""
     import sqlite3
 
-    from ingest.page_cache import PAGE_CACHE_FILE
+    from ingest.pipeline.page_cache import PAGE_CACHE_FILE
 
     if not others:
         return

@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ingest.extractor import WindowReader
-from ingest.guards import PdfLimits
+from ingest.pipeline.extractor import WindowReader
+from ingest.pipeline.guards import PdfLimits
 from ocr_engine.options import ExtractOptions, OcrMode
-from retrieval.store_common import chunk_payload, lexical_document
+from retrieval.index.store_common import chunk_payload, lexical_document
 from server.services import Services, build_services
 from server.settings import Settings
 

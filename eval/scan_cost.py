@@ -15,8 +15,8 @@ Time to the card: the scan ingested by a fresh service (``build_services``, defa
 embedder, loaded before the clock starts) through ``Sync.ingest_paths``; the times of its events
 from the call: the first page read, the 12th (the pages the document card is read from,
 ``CARD_PAGES``), the document's card point in the index (ingest writes it once those pages are
-read, `ingest.card_ahead`; watched every 0.2 s), the last page read, and the end (the card point
-written again, same id, with the last batch). The card first written and the final card are
+read, `ingest.cards.card_ahead`; watched every 0.2 s), the last page read, and the end (the card
+point written again, same id, with the last batch). The card first written and the final card are
 both printed.
 """
 
@@ -93,9 +93,9 @@ def page_costs(scan: Path, pages: int) -> list[str]:
 
 def time_to_card(scan: Path, work: Path) -> list[str]:
     """Event times of the scan's ingest by a fresh service, from the call."""
-    from ingest.cards import CARD_PAGES
-    from ingest.events import EventKind, IngestEvent
-    from ingest.files import file_sha256
+    from ingest.cards.cards import CARD_PAGES
+    from ingest.ledger.files import file_sha256
+    from ingest.pipeline.events import EventKind, IngestEvent
     from retrieval.doc_card import CARD_CHUNK_ID
     from server.services import build_services
     from server.settings import Settings

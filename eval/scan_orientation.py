@@ -23,8 +23,8 @@ import pymupdf
 from PIL import Image
 
 from eval.extraction import REPO_ROOT
+from ocr_engine.engines.rapid_engine import RapidOCREngine
 from ocr_engine.options import CpuOcrOptions
-from ocr_engine.rapid_engine import RapidOCREngine
 
 # file under scanned/, page (0-based) -> quarter turns (np.rot90) that right the displayed page
 TURNED = {

@@ -37,10 +37,10 @@ import numpy as np
 import pymupdf
 
 from eval.extraction import REPO_ROOT, docling_pairs
+from ocr_engine.engines.rapid_engine import RapidOCREngine
 from ocr_engine.geometry import Box, iou
-from ocr_engine.ocr_layout import OcrLine
+from ocr_engine.layout.ocr_layout import OcrLine
 from ocr_engine.options import CpuOcrOptions
-from ocr_engine.rapid_engine import RapidOCREngine
 from ocr_engine.schema import Block, Page
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -278,7 +278,7 @@ def scanned_pairs(data: Path) -> list[tuple[Path, Path]]:
 
 def run(data: Path, dpi: int, only: str | None, cache: Path | None, corpus: str = "docling") -> str:
     """Every measurement; the markdown to paste."""
-    from ocr_engine.pymupdf_engine import PyMuPDFEngine
+    from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 
     options = CpuOcrOptions(dpi=dpi)
     after = CachedOcr(options, cache=cache)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pymupdf
 
-from ocr_engine.extract import extract_document
+from ocr_engine.engines.extract import extract_document
+from ocr_engine.exports.searchable import is_ocr_page, ocr_lines, searchable_pdf
 from ocr_engine.options import ExtractOptions, OcrMode, VLLMOptions
 from ocr_engine.schema import Document
-from ocr_engine.searchable_pdf import is_ocr_page, ocr_lines, searchable_pdf
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "financebench" / "pdfs"
 

@@ -5,7 +5,7 @@ that follows `. `, `; `, `: ` or `, ` is taken as a cited sentence's start; a st
 it lies between the right edge of the character before the punctuation and 1 pt past the left
 edge of the word's first character. Compared: the old share-of-characters estimate, the font
 width estimate (`ocr_engine.char_widths.char_starts`) and that with the edge mid-space (what
-`retrieval.evidence` uses). `python -m eval.sentence_box_starts`
+`retrieval.search.evidence` uses). `python -m eval.sentence_box_starts`
 """
 
 from __future__ import annotations

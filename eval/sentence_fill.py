@@ -157,7 +157,7 @@ def _until(client: httpx.Client, deadline: float, check: Callable[[httpx.Client]
 def _rows(cache: Path) -> int:
     if not cache.exists():
         return 0
-    from ingest.embed_cache import EmbeddingCache
+    from ingest.pipeline.embed_cache import EmbeddingCache
 
     opened = EmbeddingCache(cache)
     try:

@@ -3,9 +3,10 @@
     python -m eval sentence_vectors --data-dir .bench/load/index-50000 [--questions load]
 
 For an index built before ingest embedded them (or assembled from other indexes' points, as the
-load index is): the answer texts of every indexed chunk (`retrieval.sentence_cache.answer_texts`)
-embedded with the shipped model into DATA_DIR/sentence_cache.sqlite3, those already there
-skipped. Prints the chunks, the texts embedded, the seconds and texts/s.
+load index is): the answer texts of every indexed chunk
+(`retrieval.answer.sentence_cache.answer_texts`) embedded with the shipped model into
+DATA_DIR/sentence_cache.sqlite3, those already there skipped. Prints the chunks, the texts embedded,
+the seconds and texts/s.
 
 With `--questions load` (or `mmlongbench`), only the chunks that `python -m eval load`'s questions
 (or MMLongBench-Doc's, which `eval.first_citation` asks) find, their top 5 hits searched as
@@ -24,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from retrieval.answer.retriever import Retriever
     from retrieval.schema import Chunk
-    from retrieval.search import Retriever
 
 __all__ = ["main"]
 
@@ -44,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data_dir / "index").is_dir():
         print(f"skipped: no index in {args.data_dir}")
         return 0
-    from ingest.embed_cache import EmbeddingCache
-    from ingest.ledger import Ledger
-    from retrieval.embedder import SentenceTransformerEmbedder
-    from retrieval.sentence_cache import remember_answer_texts
+    from ingest.ledger.ledger import Ledger
+    from ingest.pipeline.embed_cache import EmbeddingCache
+    from retrieval.answer.sentence_cache import remember_answer_texts
+    from retrieval.index.embedder import SentenceTransformerEmbedder
     from server.datadir import DataDirLock
     from server.services import SENTENCE_CACHE_FILE, build_retriever, open_store
     from server.settings import Settings

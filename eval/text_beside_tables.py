@@ -4,9 +4,9 @@
 
 Extracts every text-layer page of the shared corpora with the PyMuPDF engine, and on each page
 where the unruled-table finder runs, compares its tables with and without
-`ocr_engine.unruled_tables._without_text_beside` (the "without" run replaces it by the identity,
-in this process only). Prints, per corpus, the pages read and the pages whose tables differ; with
-`--show`, each such page's tables before and after (first 300 characters).
+`ocr_engine.layout.unruled_tables._without_text_beside` (the "without" run replaces it by the
+identity, in this process only). Prints, per corpus, the pages read and the pages whose tables
+differ; with `--show`, each such page's tables before and after (first 300 characters).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import pymupdf
 
-    import ocr_engine.pymupdf_engine as engine_module
-    import ocr_engine.unruled_tables as unruled
-    from ocr_engine.pymupdf_engine import PyMuPDFEngine
+    import ocr_engine.engines.pymupdf_engine as engine_module
+    import ocr_engine.layout.unruled_tables as unruled
+    from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 
     dropping = unruled._without_text_beside
     changed: list[tuple[str, int, list[str], list[str]]] = []

@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import pymupdf
 
-    from ingest.page_cache import SqlitePageCache
-    from ocr_engine.pymupdf_engine import PyMuPDFEngine
+    from ingest.pipeline.page_cache import SqlitePageCache
+    from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 
     cache = SqlitePageCache(args.cache)
     engine = PyMuPDFEngine()

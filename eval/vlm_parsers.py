@@ -4,8 +4,9 @@ simulator in each model's protocol (what the client does per page, what it costs
     python -m eval.vlm_parsers [--data ../shared/data] [--pages N]
 
 1. dots.ocr's recorded output for `docling/pdf/multi_page.pdf` page 1 (`ocr_samples/dots_ocr__
-   docling__dots_list.json`) parsed by `ocr_engine.dots_ocr.parse_dots` for the page rendered at
-   144 dpi, matched one to one with the page's text-layer blocks (`eval.ocr_parser.match`).
+   docling__dots_list.json`) parsed by `ocr_engine.engines.dots_ocr.parse_dots` for the page
+   rendered at 144 dpi, matched one to one with the page's text-layer blocks
+   (`eval.ocr_parser.match`).
 2. MinerU2.5's recorded layout (its page is not in the shared data): regions kept, requests a page.
 3. Every page of `docling/pdf/*.pdf` (at most N) registered with the OCR simulator serving each
    model, read by `VLLMEngine` (render processes, as in production), its blocks matched with the
@@ -24,14 +25,14 @@ import pymupdf
 
 from doubles.ocr_simulator import OcrSimulator
 from eval.ocr_parser import agreement, match
-from ocr_engine.dots_ocr import parse_dots
+from ocr_engine.engines.dots_ocr import parse_dots
+from ocr_engine.engines.mineru import content_prompt, parse_layout
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.render import render_page
+from ocr_engine.engines.vllm_engine import VLLMEngine
 from ocr_engine.geometry import iou
-from ocr_engine.mineru import content_prompt, parse_layout
 from ocr_engine.options import VLLMOptions
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.render import render_page
 from ocr_engine.schema import PageStatus
-from ocr_engine.vllm_engine import VLLMEngine
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOTS_SAMPLE = "ocr_samples/dots_ocr__docling__dots_list.json"

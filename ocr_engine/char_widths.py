@@ -1,5 +1,5 @@
 """Where the characters of a line of text begin, from the widths of common fonts: a partly
-cited line's box (`retrieval.evidence`) starts at its first cited character. Light: no model,
+cited line's box (`retrieval.search.evidence`) starts at its first cited character. Light: no model,
 no PDF library."""
 
 from __future__ import annotations

@@ -8,13 +8,14 @@ FolioError                        every error folio raises on purpose
  ├── EngineError                  a page engine (OCR model, endpoint, worker) failed
  │    ├── EngineUnavailableError  it could not be reached in time: retry with backoff
  │    └── EngineOutputError       its output was unusable: retry differently, then fall back
- ├── StoreError                   the vector index (retrieval.store): unavailable, misconfigured
- ├── EmbedderError                the embedding model or service (retrieval.embedder)
- ├── LlmError                     the answer-writing LLM endpoint (retrieval.llm)
- ├── IngestError                  a document could not be ingested (ingest.failures)
- └── ApiError                     what the HTTP API answers with a status (server.deps), the data
-                                  directory held by another process (server.datadir), a running
-                                  server that cannot be reached (server.remote)
+ ├── StoreError                   the vector index (retrieval.index.store): unavailable or
+ │                                misconfigured
+ ├── EmbedderError                the embedding model or service (retrieval.index.embedder)
+ ├── LlmError                     the answer-writing LLM endpoint (retrieval.answer.llm)
+ ├── IngestError                  a document could not be ingested (ingest.pipeline.failures)
+ └── ApiError                     what the HTTP API answers with a status (server.http.deps),
+                                  the data directory held by another process (server.datadir),
+                                  a running server that cannot be reached (server.cli.remote)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A document's card: what it is (title, organisation, kind, period, language), read from its
-content at ingest (`ingest/cards.py`), kept in the ledger and in the index as one point of
+content at ingest (`ingest/cards/cards.py`), kept in the ledger and in the index as one point of
 kind `card`, so a question can name a document by what it is, whatever its file is called."""
 
 from __future__ import annotations

@@ -10,10 +10,15 @@ import re
 import threading
 from typing import Any
 
-from retrieval.sparse import CJK_SPACING
+__all__ = ["CJK_CHARS", "CJK_SPACING", "STOPWORDS", "said", "sentence_spans", "stems", "terms"]
 
-__all__ = ["STOPWORDS", "said", "sentence_spans", "stems", "terms"]
-
+CJK_CHARS = (
+    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff"
+)
+"""The Unicode ranges of CJK characters, which are written without spaces between words."""
+# blanks between two CJK characters: PDFs that space every character ("关 于 红 军") read as one run
+CJK_SPACING = re.compile(rf"(?<=[{CJK_CHARS}])[ \t\u3000]+(?=[{CJK_CHARS}])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
 _ABBREVIATION_WORDS = """e.g i.e etc al fig figs no nos vs dr mr mrs ms prof eq eqs ref refs sec tab

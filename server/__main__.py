@@ -1,3 +1,3 @@
-from server.cli import main
+from server.cli.cli import main
 
 main()

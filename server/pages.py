@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw
 
 from ocr_engine.errors import BadInputError
 from ocr_engine.geometry import Box, fit_dpi, translate
-from ocr_engine.pdf import open_stored
+from ocr_engine.inputs import open_stored
 
 HIGHLIGHT_FILL = (255, 214, 0, 90)
 HIGHLIGHT_EDGE = (220, 38, 38, 255)

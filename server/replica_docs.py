@@ -1,11 +1,11 @@
 """A query replica's documents: names and cards from the index's card points (`CardMap`), the
 stored copy and the structured JSON by address, as a worker's bytes are.
 
-The stored copy comes from the first place that gives it (`ingest.doc_fetch.DocFetcher`): shared
-storage (`DATA_DIR/documents`, when the coordinator's data directory is mounted), the cache, the
-object store (FOLIO_OBJECT_STORE_URL), or the coordinator's `/worker/documents/{sha256}.pdf` with a
-token it gives this replica for the API key (`POST /worker/tokens/{sha256}`). The JSON comes from
-shared storage, the cache, or the coordinator's `/worker/documents/{sha256}.json` with the same
+The stored copy comes from the first place that gives it (`ingest.queue.doc_fetch.DocFetcher`):
+shared storage (`DATA_DIR/documents`, when the coordinator's data directory is mounted), the cache,
+the object store (FOLIO_OBJECT_STORE_URL), or the coordinator's `/worker/documents/{sha256}.pdf`
+with a token it gives this replica for the API key (`POST /worker/tokens/{sha256}`). The JSON comes
+from shared storage, the cache, or the coordinator's `/worker/documents/{sha256}.json` with the same
 token; a document whose JSON the coordinator has not finished is a KeyError, as it is on the
 coordinator (cited by its chunk lines alone). Nothing reachable: NoReaderError naming each place.
 """
@@ -21,15 +21,19 @@ from pathlib import Path
 
 import httpx
 
-from ingest.doc_bytes import DocAddress, DocToken, NoReaderError, bytes_path
-from ingest.doc_fetch import DocCache, DocFetcher
-from ingest.doc_ids import resolve_doc_id
-from ingest.files import DocumentFiles
-from ingest.object_store import parse_object_url
-from ingest.records import UnknownDocumentError
-from ocr_engine.pdf import open_stored
+from ingest.ledger import DocumentFiles, UnknownDocumentError, resolve_doc_id
+from ingest.queue import (
+    DocAddress,
+    DocCache,
+    DocFetcher,
+    DocToken,
+    NoReaderError,
+    bytes_path,
+    parse_object_url,
+)
+from ocr_engine.inputs import open_stored
 from ocr_engine.schema import Page
-from retrieval.card_map import CardMap
+from retrieval.search import CardMap
 from server.shelf import Shelved
 
 __all__ = ["ReplicaDocs", "ReplicaShelf"]

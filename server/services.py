@@ -6,35 +6,42 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ingest.doc_bytes import DocSources, DocTokens
-from ingest.embed_cache import EMBED_CACHE_FILE, EmbeddingCache
-from ingest.events import EventHub
-from ingest.files import DocumentFiles
-from ingest.ledger import Ledger
-from ingest.page_cache import PAGE_CACHE_FILE, SqlitePageCache
-from ingest.passwords import PASSWORDS_FILE
-from ingest.pipeline import IngestOptions, Ingestor
+from ingest.ledger import DocumentFiles, Ledger
+from ingest.pipeline import (
+    EMBED_CACHE_FILE,
+    PAGE_CACHE_FILE,
+    PASSWORDS_FILE,
+    EmbeddingCache,
+    EventHub,
+    IngestOptions,
+    Ingestor,
+    SqlitePageCache,
+)
+from ingest.queue import DocSources, DocTokens
 from ingest.sync import Sync
 from ocr_engine.schema import Page
-from retrieval.answer import min_support_for
-from retrieval.card_map import DocumentCatalog
-from retrieval.doc_names import NamedDocuments
-from retrieval.edge_store import EdgeStore
-from retrieval.embed_service import EmbedServiceOptions, HttpEmbedder
-from retrieval.embedder import Embedder, SentenceTransformerEmbedder
-from retrieval.index_meta import (
+from retrieval.answer import (
+    AnswerTextsAhead,
+    PageLayouts,
+    RememberingEmbedder,
+    Retriever,
+    SentenceFill,
+    min_support_for,
+)
+from retrieval.index import (
+    EdgeStore,
+    Embedder,
+    EmbedServiceOptions,
+    HttpEmbedder,
     IndexModel,
+    OnnxEmbedder,
     QdrantCluster,
+    SentenceTransformerEmbedder,
+    VectorStore,
     check_edge_model,
     precheck_edge_model,
 )
-from retrieval.onnx_embedder import OnnxEmbedder
-from retrieval.page_layout import PageLayouts
-from retrieval.rerank import HttpReranker, build_reranker
-from retrieval.search import Retriever
-from retrieval.sentence_cache import RememberingEmbedder
-from retrieval.sentence_fill import SentenceFill
-from retrieval.store import VectorStore
+from retrieval.search import DocumentCatalog, HttpReranker, NamedDocuments, build_reranker
 from server.datadir import DataDirLock
 from server.settings import Settings, local_url
 from server.shelf import LedgerShelf
@@ -114,7 +121,9 @@ def open_store(settings: Settings, dim: int, *, model: str | None = None) -> Vec
             store.close()
             raise
         return store
-    from retrieval.qdrant_store import QdrantServerStore  # qdrant-client takes seconds to import
+    from retrieval.index import (
+        QdrantServerStore,  # qdrant-client takes seconds to import
+    )
 
     api_key = settings.qdrant_api_key
     return QdrantServerStore(
@@ -198,7 +207,7 @@ def ingest_options(settings: Settings) -> IngestOptions:
 def _read_through_queue(settings: Settings, ingestor: Ingestor) -> None:
     """Page windows go to `folio worker`s through the broker (FOLIO_BROKER_URL); the rest of the
     pipeline is unchanged. BrokerUnavailableError, naming the URL, when it cannot be reached."""
-    from ingest.work_queue import QueueExtractor, connect  # dramatiq only when asked for
+    from ingest.queue import QueueExtractor, connect  # dramatiq only when asked for
 
     assert settings.broker_url is not None
     broker, backend = connect(settings.broker_url, heartbeat_s=settings.broker_heartbeat_s)
@@ -225,7 +234,7 @@ def doc_sources(settings: Settings) -> DocSources:
 
     store = None
     if settings.object_store_url is not None:
-        from ingest.object_store import ObjectStore
+        from ingest.queue import ObjectStore
 
         store = ObjectStore(settings.object_store_url)
         store.check()
@@ -286,7 +295,11 @@ def _build(
         options,
         cache_path=cache_path,
         embed_cache=EmbeddingCache(settings.data_dir / EMBED_CACHE_FILE),
-        sentence_cache=EmbeddingCache(sentences) if settings.answer_sentences == "ingest" else None,
+        on_embedded=(
+            AnswerTextsAhead(embedder, EmbeddingCache(sentences))
+            if settings.answer_sentences == "ingest"
+            else None
+        ),
         events=events,
     )
     if settings.broker_url is not None:

@@ -10,11 +10,11 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ocr_engine.options import DEFAULT_OCR_MODEL, ExtractOptions, OcrMode, VLLMOptions
-from retrieval.index_meta import WriteOrder
+from retrieval.answer import DEFAULT_LLM_MODEL, LlmOptions
+from retrieval.index import WriteOrder
 from retrieval.links import DEFAULT_LINK_TTL_S, LinkSigner
-from retrieval.llm import DEFAULT_LLM_MODEL, LlmOptions
-from retrieval.rerank import RerankOptions
 from retrieval.schema import DENSE_POOL
+from retrieval.search import RerankOptions
 
 
 def _check_url(url: str) -> str:

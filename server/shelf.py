@@ -1,9 +1,9 @@
 """What the answer and page routes read of the documents, behind one protocol: the coordinator's
 ledger and data directory (`LedgerShelf`), or a query replica's card map and fetched copies
-(`server.replica.ReplicaShelf`), so both answer the same for the same index.
+(`server.serve.replica.ReplicaShelf`), so both answer the same for the same index.
 
 `Answering` is what those routes need of a running folio: its settings, retriever, index and
-shelf; `server.services.Services` and `server.replica.Replica` both are one.
+shelf; `server.services.Services` and `server.serve.replica.Replica` both are one.
 """
 
 from __future__ import annotations
@@ -11,12 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from ingest.doc_ids import resolve_doc_id
-from ingest.files import DocumentFiles
-from ingest.ledger import Ledger
+from ingest.ledger import DocumentFiles, Ledger, resolve_doc_id
 from ocr_engine.schema import Page
-from retrieval.search import Retriever
-from retrieval.store import VectorStore
+from retrieval.answer import Retriever
+from retrieval.index import VectorStore
 from server.settings import Settings
 
 __all__ = ["Answering", "LedgerShelf", "Shelf", "Shelved"]

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from doubles.fakes import HashEmbedder
 from ocr_engine.options import OcrMode
-from server.app import create_app
+from server.serve.app import create_app
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf

@@ -14,10 +14,9 @@ from retrieval.answer import (
     Scope,
     extractive_answer,
     following_ids,
-    sentence_spans,
 )
 from retrieval.schema import Chunk, ChunkLine, Region, ScoredChunk
-from retrieval.text_terms import stems
+from retrieval.text_terms import sentence_spans, stems
 
 DOC = "a" * 64
 
@@ -403,7 +402,7 @@ def test_a_lead_in_is_cited_with_the_chunk_that_follows_it() -> None:
 
 
 def test_a_look_alike_sentence_does_not_outrank_the_one_the_question_names() -> None:
-    from retrieval.embedder import SentenceTransformerEmbedder
+    from retrieval.index.embedder import SentenceTransformerEmbedder
 
     kelud = make_chunk(
         "c0000", [(1, "The Kelud volcano erupted in February 2014 and ash fell on Yogyakarta.")]

@@ -12,8 +12,8 @@ import pytest
 from doubles.fakes import HashEmbedder
 from retrieval.answer import AnswerOptions, extractive_answer
 from retrieval.answer.judge import JUDGE_POOL
-from retrieval.rerank import OnnxReranker, RerankError, shipped_model_dir
 from retrieval.schema import Chunk, QueryRequest, Region, ScoredChunk
+from retrieval.search.rerank import OnnxReranker, RerankError, shipped_model_dir
 from server.services import build_services
 from server.settings import Settings
 

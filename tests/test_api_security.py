@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from fastapi.testclient import TestClient
 
+from retrieval.answer.retriever import Retriever
 from retrieval.links import LinkSigner
-from retrieval.search import Retriever
 from tests.apiapp import ApiApp, api_app
 
 KEY = "s3cret-key"

@@ -15,12 +15,12 @@ import pymupdf
 import pytest
 from typer.testing import CliRunner
 
-from ingest.guards import PdfLimits, check_pdf, inflated_size
-from ingest.pipeline import IngestOptions
+from ingest.pipeline.guards import PdfLimits, check_pdf, inflated_size
+from ingest.pipeline.pipeline import IngestOptions
 from ocr_engine.errors import BadInputError
+from ocr_engine.inputs.pdf import open_pdf
 from ocr_engine.options import ExtractOptions, OcrMode
-from ocr_engine.pdf import open_pdf
-from server.cli import app as cli_app
+from server.cli.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.pdfgen import (

@@ -8,9 +8,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from ocr_engine.engines.extract import extract_document
 from ocr_engine.errors import BadInputError
-from ocr_engine.extract import extract_document
-from ocr_engine.pdf import open_pdf
+from ocr_engine.inputs.pdf import open_pdf
 
 ZERO_PAGES = (
     b"%PDF-1.4\n1 0 obj <</Type /Catalog /Pages 2 0 R>> endobj\n"

@@ -10,15 +10,15 @@ import numpy as np
 
 from doubles.fakes import HashEmbedder
 from ocr_engine.schema import EngineInfo, Page
-from retrieval.card_map import CardMap
+from retrieval.answer.page_layout import PageLayouts
+from retrieval.answer.retriever import Retriever
 from retrieval.doc_card import CARD_CHUNK_ID, CARD_KIND, DocumentCard
-from retrieval.doc_names import Named, NamedDocuments
-from retrieval.page_layout import PageLayouts
-from retrieval.qdrant_store import QdrantServerStore
+from retrieval.index.qdrant_store import QdrantServerStore
 from retrieval.schema import Chunk, Region
-from retrieval.search import Retriever
-from server.replica import _forgetting
+from retrieval.search.card_map import CardMap
+from retrieval.search.doc_names import Named, NamedDocuments
 from server.replica_docs import ReplicaDocs
+from server.serve.replica import _forgetting
 from tests.test_edge_store import make_chunk
 
 DIM = 32

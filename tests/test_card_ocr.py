@@ -5,8 +5,8 @@ one-page scan is no slide deck. Synthetic documents built here."""
 
 from __future__ import annotations
 
-from ingest.cards import _TEXT_LAYER, document_card
-from ocr_engine.pymupdf_engine import ENGINE_NAME
+from ingest.cards.cards import _TEXT_LAYER, document_card
+from ocr_engine.engines.pymupdf_engine import ENGINE_NAME
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.doc_card import DocKind
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from doubles.crash_driver import snapshot
 from doubles.fakes import HashEmbedder
-from ingest.cards import CARD_PAGES
-from ingest.events import EventKind, IngestEvent
-from ingest.pipeline import IngestOptions
-from ingest.records import DocStatus
+from ingest.cards.cards import CARD_PAGES
+from ingest.ledger.records import DocStatus
+from ingest.pipeline.events import EventKind, IngestEvent
+from ingest.pipeline.pipeline import IngestOptions
 from ocr_engine.options import ExtractOptions, OcrMode
-from retrieval.card_map import CardMap
 from retrieval.doc_card import CARD_CHUNK_ID, DocumentCard
+from retrieval.search.card_map import CardMap
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.pdfgen import fact_pdf

@@ -11,9 +11,9 @@ import pymupdf
 import pytest
 
 from doubles.fakes import HashEmbedder
-from ingest.cards import document_card
-from ingest.pipeline import FileStatus, IngestOptions
-from ocr_engine.extract import extract_document
+from ingest.cards.cards import document_card
+from ingest.pipeline.pipeline import FileStatus, IngestOptions
+from ocr_engine.engines.extract import extract_document
 from ocr_engine.options import ExtractOptions, OcrMode
 from retrieval.doc_card import CARD_KIND, DocKind, DocumentCard
 from server.services import Services, build_services
@@ -248,7 +248,7 @@ def test_a_product_named_by_a_short_title_routes_the_question(
 def test_the_card_is_in_the_document_detail(services: Services, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from server.app import create_app
+    from server.serve.app import create_app
 
     ids = _ingest(services, tmp_path / "inbox", {"x.pdf": _filing("Acme Corp", 2020, "$5")})
     with TestClient(create_app(services, watch=False)) as client:
@@ -261,7 +261,7 @@ def test_every_chunk_embeds_what_the_card_says_the_document_is(
 ) -> None:
     """An opaque file name says nothing; the card's organisation, kind and year travel in every
     chunk's embedded heading trail, as `chunk_document` gives them with the same card."""
-    from ingest.chunker import chunk_document
+    from ingest.pipeline.chunker import chunk_document
 
     ids = _ingest(
         services, tmp_path / "inbox", {"doc_0007.pdf": _filing("Adobe Inc.", 2022, "$17,606 M")}

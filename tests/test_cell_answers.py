@@ -9,13 +9,13 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from doubles.builders import one_line_block, one_page_document, rows_chunk, table_block
-from ingest.chunker import chunk_document
+from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import BlockType, Document
 from retrieval.answer import AnswerOptions, Lookups, extractive_answer
-from retrieval.cells import periods, table_cells
-from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.answer.cells import periods, table_cells
+from retrieval.answer.page_layout import PageLayouts
+from retrieval.index.embedder import SentenceTransformerEmbedder
 from retrieval.links import highlight_of, parse_boxes
-from retrieval.page_layout import PageLayouts
 from retrieval.schema import Chunk, ScoredChunk
 
 HEADER = ["", "2023", "2022", "2021"]

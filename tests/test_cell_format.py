@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from ocr_engine.cell_format import shown_value
+from ocr_engine.inputs.cell_format import shown_value
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import BlockType
 
@@ -44,7 +44,7 @@ def test_a_cell_is_written_as_its_format_shows_it(
 def test_a_sheet_with_a_date_column_is_one_table_whose_cells_keep_their_headers() -> None:
     import openpyxl
 
-    from ocr_engine.extract import extract_document
+    from ocr_engine.engines.extract import extract_document
 
     book = openpyxl.Workbook()
     sheet = book.active

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from ingest.chunker import chunk_document
+from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
-from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.index.embedder import SentenceTransformerEmbedder
 from retrieval.schema import Chunk
 
 LINE_HEIGHT = 12.0
@@ -364,7 +364,7 @@ def test_table_embed_text_spends_no_tokens_on_markup(count_tokens: Callable[[str
 def test_real_pdfs_chunk_text_is_found_in_the_lines_of_its_regions(
     count_tokens: Callable[[str], int],
 ) -> None:
-    from ocr_engine.extract import extract_document
+    from ocr_engine.engines.extract import extract_document
     from tests.conftest import shared_path
 
     folder = shared_path("docling", "pdf")

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ingest.chunker import ChunkStream, chunk_document
+from ingest.pipeline.chunker import ChunkStream, chunk_document
 from ocr_engine.schema import BlockType, Document, TableCell
 from retrieval.schema import Chunk
 from tests.test_chunker import Pages, assert_provenance, count_tokens, sentences

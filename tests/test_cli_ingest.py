@@ -81,7 +81,7 @@ def test_counts_say_what_happened_to_each_file(tmp_path: Path) -> None:
 
 
 def test_a_long_card_line_keeps_its_organisation_and_period() -> None:
-    from server.cli_support import card_shown
+    from server.cli.cli_support import card_shown
 
     title = "ISEP Student Guide of the Graduate School for Integrative Sciences " * 3
     shown = card_shown(f"{title.strip()} · National University of Singapore · 2020")

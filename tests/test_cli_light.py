@@ -19,7 +19,7 @@ import uvicorn
 from doubles.fakes import HashEmbedder
 from doubles.loopback import free_port
 from ocr_engine.options import OcrMode
-from server.app import create_app
+from server.serve.app import create_app
 from server.services import build_services
 from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ocr_engine.schema import Document
-from server.cli import app as cli_app
+from server.cli.cli import app as cli_app
 from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf, html_named_pdf
 
@@ -114,7 +114,7 @@ def test_a_question_the_api_would_refuse_is_refused_in_its_words(tmp_path: Path)
 
 def test_a_nearest_passage_is_printed_on_one_line_without_markdown() -> None:
     """`folio query` with no answer lists the nearest passages, a table's rows as words."""
-    from server.cli_support import passage
+    from server.cli.cli_support import passage
 
     table = (
         "|   | Three Months Ended |   |\n|---|---|---|\n"

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eval.conservation import block_chars, layer_chars, page_balance, text_pages
-from ocr_engine.extract import extract_document
+from ocr_engine.engines.extract import extract_document
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.options import ExtractOptions, OcrMode
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
 from tests.conftest import shared_path
 
 NEVER = ExtractOptions(ocr=OcrMode.never)

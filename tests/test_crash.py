@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from doubles.crash_driver import snapshot
-from ingest.ledger import Ledger
-from ingest.records import DocStatus
+from ingest.ledger.ledger import Ledger
+from ingest.ledger.records import DocStatus
 from tests.conftest import REPO_ROOT
 from tests.pdfgen import encrypted_pdf, fact_pdf, html_named_pdf
 

@@ -7,7 +7,7 @@ import re
 import pymupdf
 import pytest
 
-from ocr_engine.deepseek import (
+from ocr_engine.engines.deepseek import (
     DEEPSEEK_OCR,
     DEEPSEEK_OCR_2,
     GROUNDING_PROMPT,
@@ -15,9 +15,9 @@ from ocr_engine.deepseek import (
     parse_grounding,
     profile_for,
 )
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.errors import EngineOutputError
-from ocr_engine.html_table import parse_html_table
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.layout.html_table import parse_html_table
 from ocr_engine.schema import Block, BlockType
 from tests.conftest import shared_path
 

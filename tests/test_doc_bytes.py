@@ -20,10 +20,10 @@ import pytest
 
 from doubles.fakes import HashEmbedder
 from doubles.loopback import ThreadedServer, free_port
-from ingest.doc_bytes import DocSources, DocTokens, TokenRefusedError, bytes_path
-from ingest.records import DocStatus
-from ingest.work_queue import QueueExtractor
-from server.app import create_app
+from ingest.ledger.records import DocStatus
+from ingest.queue.doc_bytes import DocSources, DocTokens, TokenRefusedError, bytes_path
+from ingest.queue.work_queue import QueueExtractor
+from server.serve.app import create_app
 from server.services import Services, build_services
 from tests.apiapp import api_app
 from tests.pdfgen import FACTS, fact_pdf

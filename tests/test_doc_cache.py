@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ingest.doc_bytes import DocAddress, NoReaderError
-from ingest.doc_fetch import DocCache, DocFetcher
-from ingest.failures import classify
-from ingest.records import FailureKind
+from ingest.ledger.records import FailureKind
+from ingest.pipeline.failures import classify
+from ingest.queue.doc_bytes import DocAddress, NoReaderError
+from ingest.queue.doc_fetch import DocCache, DocFetcher
 from server.settings import Settings
 
 

@@ -12,11 +12,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from ingest.doc_ids import AmbiguousDocIdError, DocIdError, resolve_doc_id
-from ingest.doc_run import folio_version
-from ingest.records import UnknownDocumentError
-from server.deps import page_renderer
-from server.mcp_server import build_mcp
+from ingest.ledger.doc_ids import AmbiguousDocIdError, DocIdError, resolve_doc_id
+from ingest.ledger.records import UnknownDocumentError
+from ingest.pipeline.doc_run import folio_version
+from server.http.deps import page_renderer
+from server.serve.mcp_server import build_mcp
 from tests.apiapp import ApiApp, api_app
 
 TWIN_A = "abcdef01" + "0" * 56

@@ -9,11 +9,11 @@ import pytest
 
 from doubles.builders import one_line_chunk
 from doubles.fakes import HashEmbedder
+from retrieval.answer.retriever import Retriever
 from retrieval.doc_card import DocKind, DocumentCard
-from retrieval.doc_names import Named, NamedDocuments, name_words
-from retrieval.edge_store import EdgeStore
+from retrieval.index.edge_store import EdgeStore
 from retrieval.schema import Chunk, QueryRequest, SearchFilter
-from retrieval.search import Retriever
+from retrieval.search.doc_names import Named, NamedDocuments, name_words
 
 SOURCES = {
     "a" * 64: "3M_2018_10K.pdf",

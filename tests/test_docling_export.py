@@ -17,8 +17,8 @@ from docling_core.types.doc import (
     TableItem,
 )
 
-from ocr_engine.docling_export import to_docling
-from ocr_engine.extract import extract_document
+from ocr_engine.engines.extract import extract_document
+from ocr_engine.exports.docling_export import to_docling
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Page, TableCell
 from tests.apiapp import api_app

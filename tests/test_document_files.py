@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ingest.files import DocumentFiles
+from ingest.ledger.files import DocumentFiles
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Page
 
 DOC_ID = hashlib.sha256(b"rounds").hexdigest()

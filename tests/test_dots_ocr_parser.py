@@ -7,14 +7,20 @@ import json
 import pymupdf
 import pytest
 
-from ocr_engine.dots_ocr import DOTS_OCR, IMAGE_PREFIX, LAYOUT_ALL_PROMPT, parse_dots, repair_json
+from ocr_engine.engines.dots_ocr import (
+    DOTS_OCR,
+    IMAGE_PREFIX,
+    LAYOUT_ALL_PROMPT,
+    parse_dots,
+    repair_json,
+)
+from ocr_engine.engines.render import render_page
+from ocr_engine.engines.vllm_request import build_request, model_profile, strict_body
 from ocr_engine.errors import EngineOutputError
 from ocr_engine.geometry import iou
+from ocr_engine.layout.vlm_blocks import smart_resize
 from ocr_engine.options import OcrFamily, VLLMOptions, ocr_family
-from ocr_engine.render import render_page
 from ocr_engine.schema import Block, BlockType
-from ocr_engine.vllm_request import build_request, model_profile, strict_body
-from ocr_engine.vlm_blocks import smart_resize
 from tests.conftest import shared_path
 
 # a Letter page at 144 dpi (1224 x 1584), which dots' processor resizes to 1232 x 1596

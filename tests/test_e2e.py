@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from doubles.loopback import free_port
 from ocr_engine.options import OcrMode
-from server.app import create_app
-from server.cli import app as cli_app
+from server.cli.cli import app as cli_app
+from server.serve.app import create_app
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.pdfgen import BAD_INPUTS, FACTS, fact_pdf

@@ -8,13 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ingest.chunker import chunk_document
+from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
-from retrieval.edge_store import EdgeStore
-from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.answer.retriever import Retriever
+from retrieval.index.edge_store import EdgeStore
+from retrieval.index.embedder import SentenceTransformerEmbedder
+from retrieval.index.store import StoreConfigError, StoreUnavailableError, VectorStore
 from retrieval.schema import Chunk, ChunkLine, QueryRequest, Region, SearchFilter
-from retrieval.search import InvalidQueryError, Retriever
-from retrieval.store import StoreConfigError, StoreUnavailableError, VectorStore
+from retrieval.search.search import InvalidQueryError
 
 DIM = 8
 DOC_A, DOC_B = "a" * 64, "b" * 64

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.embed_cache import EmbeddingCache
+from ingest.pipeline.embed_cache import EmbeddingCache
 
 MODEL = "all-MiniLM-L6-v2"
 

@@ -14,19 +14,19 @@ import pytest
 from doubles.embed_server import EmbedServer
 from doubles.fakes import HashEmbedder
 from doubles.loopback import closed_port_url
-from ingest.records import DocStatus
+from ingest.ledger.records import DocStatus
 from ocr_engine.errors import EngineOutputError, EngineUnavailableError
 from ocr_engine.options import OcrMode
-from retrieval.embed_service import (
+from retrieval.index.embed_service import (
     EmbedServiceOptions,
     EmbedServiceOutputError,
     EmbedServiceRequestError,
     EmbedServiceUnavailableError,
     HttpEmbedder,
 )
-from retrieval.embedder import Embedder
-from retrieval.index_meta import EDGE_RECORD_FILE, EmbedderMismatchError
-from retrieval.qdrant_store import QdrantServerStore
+from retrieval.index.embedder import Embedder
+from retrieval.index.index_meta import EDGE_RECORD_FILE, EmbedderMismatchError
+from retrieval.index.qdrant_store import QdrantServerStore
 from server.services import build_services
 from server.settings import Settings
 from tests.pdfgen import fact_pdf

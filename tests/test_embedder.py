@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.embedder import Embedder, EmbedderError, SentenceTransformerEmbedder
+from retrieval.index.embedder import Embedder, EmbedderError, SentenceTransformerEmbedder
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,7 +79,7 @@ def test_a_missing_model_is_a_typed_error(tmp_path: Path) -> None:
 
 def test_import_and_construction_are_light() -> None:
     code = (
-        "import sys; from retrieval.embedder import SentenceTransformerEmbedder as E; "
+        "import sys; from retrieval.index.embedder import SentenceTransformerEmbedder as E; "
         "e = E(); e.count_tokens('hi'); "
         "print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))"
     )

@@ -15,7 +15,7 @@ import termios
 from tests.conftest import REPO_ROOT
 
 LOAD = (
-    "from retrieval.embedder import SentenceTransformerEmbedder as E\n"
+    "from retrieval.index.embedder import SentenceTransformerEmbedder as E\n"
     "E().embed_query('warm up')\n"
     "import sys; print('loaded', file=sys.stderr)\n"
 )

@@ -10,20 +10,20 @@ from pathlib import Path
 import pymupdf
 
 from doubles.loopback import closed_port_url
-from ocr_engine.engine import PageEngine, PageWindow
-from ocr_engine.extract import iter_pages
-from ocr_engine.options import CpuOcrOptions, ExtractOptions, OcrMode, VLLMOptions
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.rapid_engine import RapidOCREngine
-from ocr_engine.reader import (
+from ocr_engine.engines.engine import PageEngine, PageWindow
+from ocr_engine.engines.extract import iter_pages
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.rapid_engine import RapidOCREngine
+from ocr_engine.engines.reader import (
     OCR_FAILED_ROUTE,
     ROUTING_FAILED_ROUTE,
     PageReader,
     build_engines,
     sent_to_ocr,
 )
+from ocr_engine.engines.vllm_engine import VLLMEngine
+from ocr_engine.options import CpuOcrOptions, ExtractOptions, OcrMode, VLLMOptions
 from ocr_engine.schema import Block, BlockType, EngineInfo, Page, PageError, PageStatus
-from ocr_engine.vllm_engine import VLLMEngine
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 VLLM = VLLMOptions(urls=[closed_port_url()])
@@ -115,9 +115,10 @@ def test_nothing_heavy_is_built_before_the_first_read() -> None:
     code = (
         "import sys\n"
         "from ocr_engine.options import ExtractOptions, VLLMOptions\n"
-        "from ocr_engine.reader import PageReader\n"
+        "from ocr_engine.engines.reader import PageReader\n"
         "PageReader(ExtractOptions(vllm=VLLMOptions(urls=['http://127.0.0.1:9/v1']))).close()\n"
-        "heavy = {'ocr_engine.vllm_engine', 'ocr_engine.rapid_engine', 'rapidocr', 'httpx'}\n"
+        "heavy = {'ocr_engine.engines.vllm_engine', 'ocr_engine.engines.rapid_engine',"
+        " 'rapidocr', 'httpx'}\n"
         "assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT, timeout=120)

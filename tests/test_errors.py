@@ -9,10 +9,10 @@ import pkgutil
 
 import pytest
 
-from ingest.failures import classify
-from ingest.records import FailureKind
+from ingest.ledger.records import FailureKind
+from ingest.pipeline.failures import classify
 from ocr_engine.errors import BadInputError, FolioError, PasswordError
-from ocr_engine.pdf import open_pdf
+from ocr_engine.inputs.pdf import open_pdf
 from tests.pdfgen import encrypted_pdf
 
 PACKAGES = ("ocr_engine", "ingest", "retrieval", "server")

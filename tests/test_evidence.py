@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ocr_engine.char_widths import char_starts
-from retrieval.evidence import locate, supporting_lines
 from retrieval.schema import Chunk, ChunkLine, Region
+from retrieval.search.evidence import locate, supporting_lines
 
 ROWS = [
     "Consolidated Statement of Cash Flows",

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ocr_engine.markdown import block_markdown, page_markdown
+from ocr_engine.exports.markdown import block_markdown, page_markdown
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Page, PageError, PageStatus
 from tests.apiapp import ApiApp, api_app
 

@@ -123,7 +123,7 @@ def test_document_cards_carry_the_page_json_and_links(live: tuple[Services, str,
 def test_cli_extract_reads_an_image(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from server.cli import app
+    from server.cli.cli import app
 
     path = tmp_path / "blank.png"
     path.write_bytes(encode(text_image([]), "PNG", dpi=(144, 144)))

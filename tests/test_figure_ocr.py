@@ -13,15 +13,15 @@ from PIL import Image, ImageDraw, ImageFont
 from doubles.fakes import HashEmbedder
 from doubles.loopback import closed_port_url
 from doubles.ocr_simulator import OcrSimulator
-from ingest.chunker import chunk_document
-from ocr_engine.engine import PageWindow
+from ingest.pipeline.chunker import chunk_document
+from ocr_engine.engines.engine import PageWindow
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.rapid_engine import RapidOCREngine
+from ocr_engine.engines.reader import PageReader
+from ocr_engine.engines.render import render_region
 from ocr_engine.errors import EngineOutputError
 from ocr_engine.geometry import Box
 from ocr_engine.options import ExtractOptions, OcrMode
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.rapid_engine import RapidOCREngine
-from ocr_engine.reader import PageReader
-from ocr_engine.render import render_region
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.schema import QueryRequest
 from server.services import build_services

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from doubles.fakes import HashEmbedder
-from ingest.pipeline import FileStatus, IngestOptions
-from ocr_engine.extract import extract_document
-from ocr_engine.furniture import FurnitureMarker, furniture_key, mark_furniture
+from ingest.pipeline.pipeline import FileStatus, IngestOptions
+from ocr_engine.engines.extract import extract_document
+from ocr_engine.layout.furniture import FurnitureMarker, furniture_key, mark_furniture
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
 from server.services import Services, build_services

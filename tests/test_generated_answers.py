@@ -18,10 +18,16 @@ from doubles.llm_stub import Behaviour, LlmStub
 from doubles.llm_stub_answers import EXPECTED, Kind
 from doubles.loopback import sse_events
 from ocr_engine.options import OcrMode
-from retrieval.generate import AnswerEvent, CitationsEvent, DoneEvent, TokenEvent, answer_events
-from retrieval.llm import LlmOptions
+from retrieval.answer.generate import (
+    AnswerEvent,
+    CitationsEvent,
+    DoneEvent,
+    TokenEvent,
+    answer_events,
+)
+from retrieval.answer.llm import LlmOptions
+from retrieval.answer.support import check_answer, marked_sentences
 from retrieval.schema import QueryResponse, ScoredChunk
-from retrieval.support import check_answer, marked_sentences
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf

@@ -7,6 +7,8 @@ import math
 import pymupdf
 import pytest
 
+from ocr_engine.engines.rapid_engine import render_array
+from ocr_engine.engines.render import render_page
 from ocr_engine.geometry import (
     area,
     capped_zoom,
@@ -24,8 +26,6 @@ from ocr_engine.geometry import (
     translate,
     union,
 )
-from ocr_engine.rapid_engine import render_array
-from ocr_engine.render import render_page
 
 
 def test_union_holds_every_box_and_refuses_none() -> None:

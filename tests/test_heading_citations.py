@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from ingest.chunker import chunk_document
+from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
 from retrieval.answer import Answer, AnswerOptions, Lookups, Scope, answer_texts, extractive_answer
-from retrieval.embedder import Embedder
-from retrieval.page_layout import PageLayouts
+from retrieval.answer.page_layout import PageLayouts
+from retrieval.index.embedder import Embedder
 from retrieval.schema import ScoredChunk
 
 Box = tuple[float, float, float, float]
@@ -63,7 +63,7 @@ OPTIONS = AnswerOptions(
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
-    from retrieval.embedder import SentenceTransformerEmbedder
+    from retrieval.index.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 

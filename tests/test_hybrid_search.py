@@ -14,12 +14,12 @@ from qdrant_client import models as qm
 
 from doubles.builders import one_line_chunk
 from doubles.fakes import HashEmbedder
-from retrieval.edge_store import EdgeStore
-from retrieval.qdrant_store import QdrantServerStore
+from retrieval.answer.retriever import Retriever
+from retrieval.index.edge_store import EdgeStore
+from retrieval.index.qdrant_store import QdrantServerStore
+from retrieval.index.store import StoreConfigError, VectorStore
+from retrieval.index.store_common import LEXICAL_NAME, VECTOR_NAME, HybridParams
 from retrieval.schema import QueryRequest, Region, SearchFilter
-from retrieval.search import Retriever
-from retrieval.store import StoreConfigError, VectorStore
-from retrieval.store_common import LEXICAL_NAME, VECTOR_NAME, HybridParams
 
 DIM = 16
 DOC = "d" * 64

@@ -14,12 +14,12 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from doubles.fakes import HashEmbedder
+from ocr_engine.engines.extract import extract_document
 from ocr_engine.errors import BadInputError
-from ocr_engine.extract import extract_document
-from ocr_engine.images import MAX_IMAGE_PIXELS, document_pdf_bytes, image_to_pdf
+from ocr_engine.inputs.images import MAX_IMAGE_PIXELS, document_pdf_bytes, image_to_pdf
+from ocr_engine.inputs.pdf import open_pdf
 from ocr_engine.options import OcrMode
-from ocr_engine.pdf import open_pdf
-from server.app import create_app
+from server.serve.app import create_app
 from server.services import build_services
 from server.settings import Settings
 from tests.imagegen import dark_share_inside, encode, text_image, tiff_frames

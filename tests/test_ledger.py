@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest import migrations
-from ingest.ledger import Ledger, LinkKind
-from ingest.records import DocStatus, FailureKind, PageRecord, Timings, Versions
+from ingest.ledger import migrations
+from ingest.ledger.ledger import Ledger, LinkKind
+from ingest.ledger.records import DocStatus, FailureKind, PageRecord, Timings, Versions
 from ocr_engine.schema import EngineInfo, PageStatus
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64

@@ -20,10 +20,10 @@ from llama_index.core.schema import MetadataMode
 
 from doubles.fakes import HashEmbedder
 from ocr_engine.options import OcrMode
-from retrieval.edge_store import EdgeStore
-from retrieval.llamaindex import FolioRetriever
+from retrieval.answer.retriever import Retriever
+from retrieval.index.edge_store import EdgeStore
 from retrieval.schema import Chunk, ChunkLine, QueryRequest, Region
-from retrieval.search import Retriever
+from retrieval.search.llamaindex import FolioRetriever
 from server.services import build_services
 from server.settings import Settings
 from tests.conftest import REPO_ROOT

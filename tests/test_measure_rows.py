@@ -11,12 +11,12 @@ from functools import cache
 import numpy as np
 
 from doubles.builders import one_line_block, one_page_document, table_block
-from ingest.chunker import chunk_document
+from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import BlockType
 from retrieval.answer import AnswerOptions, Lookups, Scope, extractive_answer
-from retrieval.cells import table_cells
+from retrieval.answer.cells import table_cells
 from retrieval.doc_card import DocumentCard
-from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.index.embedder import SentenceTransformerEmbedder
 from retrieval.schema import Chunk, ScoredChunk
 from retrieval.text_terms import stems
 

@@ -11,8 +11,7 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from ocr_engine.errors import EngineOutputError
-from ocr_engine.mineru import (
+from ocr_engine.engines.mineru import (
     FORMULA_PROMPT,
     LAYOUT_PROMPT,
     LAYOUT_SIZE,
@@ -29,10 +28,11 @@ from ocr_engine.mineru import (
     region_box,
     render_crop,
 )
+from ocr_engine.engines.render import render_page
+from ocr_engine.engines.vllm_request import build_request, model_profile, strict_body
+from ocr_engine.errors import EngineOutputError
 from ocr_engine.options import OcrFamily, VLLMOptions, ocr_family
-from ocr_engine.render import render_page
 from ocr_engine.schema import BlockType
-from ocr_engine.vllm_request import build_request, model_profile, strict_body
 from tests.conftest import shared_path
 
 LETTER = {"width": 612.0, "height": 792.0}

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from server.cli_support import OneLine, shown
+from server.cli.cli_support import OneLine, shown
 from tests.pdfgen import random_bytes
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "FOLIO_OCR": "never"}

@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 from doubles.llm_stub import Behaviour, LlmStub
 from doubles.loopback import sse_events
 from ocr_engine.options import OcrMode
-from retrieval.embedder import SentenceTransformerEmbedder
-from retrieval.generate import answer_response
-from retrieval.llm import LlmOptions
+from retrieval.answer.generate import answer_response
+from retrieval.answer.llm import LlmOptions
+from retrieval.index.embedder import SentenceTransformerEmbedder
 from retrieval.schema import QueryRequest
-from server.cli import app as cli_app
+from server.cli.cli import app as cli_app
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf

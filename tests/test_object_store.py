@@ -24,8 +24,8 @@ import pytest
 
 from doubles.fakes import HashEmbedder
 from doubles.loopback import free_port
-from ingest.object_store import ObjectStoreError
-from ingest.work_queue import QueueExtractor
+from ingest.queue.object_store import ObjectStoreError
+from ingest.queue.work_queue import QueueExtractor
 from server.services import build_services
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_doc_bytes import EMBED_DIM, fresh_worker, generated_folder
@@ -139,7 +139,7 @@ def test_two_workers_read_from_the_object_store_one_killed(
 ) -> None:
     import boto3
 
-    caplog.set_level("INFO", logger="ingest.object_store")
+    caplog.set_level("INFO", logger="ingest.queue.object_store")
     _env(monkeypatch, s3)
     folder = generated_folder(tmp_path)
     embedded = build_services(_settings(tmp_path / "embedded"), embedder=HashEmbedder(EMBED_DIM))

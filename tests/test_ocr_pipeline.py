@@ -153,7 +153,7 @@ def test_without_ocr_a_scan_fails_with_the_reason(tmp_path: Path) -> None:
 def test_cli_ocr_flag_routes_pages_and_refuses_unknown_modes(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from server.cli import app
+    from server.cli.cli import app
 
     path = tmp_path / "scan.pdf"
     path.write_bytes(scanned(fact_pdf(TITLE, SECTIONS, filler_pages=0)))

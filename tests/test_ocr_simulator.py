@@ -24,8 +24,8 @@ from doubles.grounding_synth import (
     tokenize,
 )
 from doubles.ocr_simulator import RECORDED, Fault, OcrSimulator, SimulatorError
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.render import render_page
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.render import render_page
 from tests.conftest import shared_path
 from tests.pdfgen import FACTS, fact_pdf
 

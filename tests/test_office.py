@@ -18,13 +18,13 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from doubles.fakes import HashEmbedder
-from ocr_engine.convert_pool import ConversionError, ConvertLimits, ConvertPool
+from ocr_engine.engines.extract import extract_document
 from ocr_engine.errors import BadInputError
-from ocr_engine.extract import extract_document
-from ocr_engine.office import check_office, render_pdf
+from ocr_engine.inputs.convert_pool import ConversionError, ConvertLimits, ConvertPool
+from ocr_engine.inputs.office import check_office, render_pdf
 from ocr_engine.options import OcrMode
 from ocr_engine.schema import BlockType
-from server.app import create_app
+from server.serve.app import create_app
 from server.services import build_services
 from server.settings import Settings
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from doubles.fakes import HashEmbedder
-from ingest.options import FileStatus
-from ingest.records import DocStatus, FailureKind
+from ingest.ledger.records import DocStatus, FailureKind
+from ingest.pipeline.options import FileStatus
 from ocr_engine.errors import PasswordError
-from ocr_engine.office import check_office, render_pdf
+from ocr_engine.inputs.office import check_office, render_pdf
 from ocr_engine.options import OcrMode
 from ocr_engine.schema import BlockType
 from server.services import build_services
@@ -116,9 +116,9 @@ def _wide_book() -> bytes:
 
 @needs_soffice
 def test_a_wide_sheet_is_split_by_columns_with_its_header_row_and_row_labels() -> None:
-    from ocr_engine.extract import extract_document
+    from ocr_engine.engines.extract import extract_document
+    from ocr_engine.inputs.sheet_pages import MAX_COLS, PAGE_PT
     from ocr_engine.options import ExtractOptions
-    from ocr_engine.sheet_pages import MAX_COLS, PAGE_PT
 
     document = extract_document(
         _wide_book(), source="yields.xlsx", options=ExtractOptions(ocr=OcrMode.never)
@@ -198,7 +198,7 @@ def _linked_docx() -> bytes:
 
 @needs_soffice
 def test_speaker_notes_under_their_slide_and_hyperlinks_on_their_words() -> None:
-    from ocr_engine.extract import extract_document
+    from ocr_engine.engines.extract import extract_document
     from ocr_engine.options import ExtractOptions
 
     options = ExtractOptions(ocr=OcrMode.never)
@@ -271,7 +271,7 @@ def test_legacy_doc_and_xls_saved_with_a_password_are_detected_and_opened(
 ) -> None:
     import openpyxl
 
-    from ocr_engine.extract import extract_document
+    from ocr_engine.engines.extract import extract_document
     from ocr_engine.options import ExtractOptions
 
     book = openpyxl.Workbook()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ocr_engine.extract import extract_document
-from ocr_engine.office import converter_version
+from ocr_engine.engines.extract import extract_document
+from ocr_engine.inputs.office import converter_version
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import Block, BlockType, Document
 
@@ -181,8 +181,8 @@ def test_an_ods_sheet_is_a_titled_table_and_an_odp_keeps_its_speaker_notes(tmp_p
 
 def test_lines_of_a_matched_table_that_no_cell_took_are_kept() -> None:
     """In the cell they lie in where none was found, else as text after the table."""
-    from ocr_engine.office_match import _tabled
-    from ocr_engine.office_structure import SourceTable
+    from ocr_engine.inputs.office_structure import SourceTable
+    from ocr_engine.layout.office_match import _tabled
     from ocr_engine.schema import EngineInfo, Line, Page
 
     said = [("Berth", 70, 100), ("Depth", 200, 100), ("Quay A", 70, 120), ("11.2 m", 200, 120)]

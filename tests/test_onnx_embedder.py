@@ -12,9 +12,9 @@ from pydantic import ValidationError
 
 from ocr_engine.options import OcrMode
 from retrieval.answer import MIN_SUPPORT, min_support_for
-from retrieval.embedder import Embedder, EmbedderError
-from retrieval.index_meta import EDGE_RECORD_FILE, EmbedderMismatchError
-from retrieval.onnx_embedder import BGE_SMALL, OnnxEmbedder
+from retrieval.index.embedder import Embedder, EmbedderError
+from retrieval.index.index_meta import EDGE_RECORD_FILE, EmbedderMismatchError
+from retrieval.index.onnx_embedder import BGE_SMALL, OnnxEmbedder
 from server.services import build_services
 from server.settings import Settings
 from tests.pdfgen import fact_pdf

@@ -7,8 +7,8 @@ import sqlite3
 from pathlib import Path
 
 from doubles.fakes import HashEmbedder
-from ingest.options import IngestOptions
-from ingest.page_cache import PAGE_CACHE_FILE
+from ingest.pipeline.options import IngestOptions
+from ingest.pipeline.page_cache import PAGE_CACHE_FILE
 from ocr_engine.options import EXTRACTION_VERSION, ExtractOptions, OcrMode
 from server.services import build_services
 from server.settings import Settings

@@ -24,11 +24,11 @@ from fastapi import FastAPI
 from doubles.fakes import HashEmbedder
 from doubles.loopback import free_port
 from doubles.ocr_simulator import Fault, OcrSimulator
-from ocr_engine.furniture import RADIUS
-from ocr_engine.images import image_to_pdf
+from ocr_engine.inputs.images import image_to_pdf
+from ocr_engine.layout.furniture import RADIUS
 from ocr_engine.options import CpuOcrOptions, ExtractOptions, OcrMode
-from server.app import create_app
 from server.routes.extract import extract_options
+from server.serve.app import create_app
 from server.services import build_services, ingest_options
 from server.settings import Settings
 from tests.imagegen import encode, page_png, tiff_frames

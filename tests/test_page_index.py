@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.files import DocumentFiles, scan_spans
-from ingest.records import UnknownDocumentError
+from ingest.ledger.files import DocumentFiles, scan_spans
+from ingest.ledger.records import UnknownDocumentError
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 
 DOC_ID = "d" * 64

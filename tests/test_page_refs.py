@@ -12,17 +12,18 @@ import pytest
 
 from doubles.builders import one_line_chunk
 from doubles.fakes import HashEmbedder
-from ingest.cards import document_card
-from ingest.pipeline import FileStatus, IngestOptions
-from ocr_engine.extract import extract_document
-from ocr_engine.furniture import printed_number
+from ingest.cards.cards import document_card
+from ingest.pipeline.pipeline import FileStatus, IngestOptions
+from ocr_engine.engines.extract import extract_document
+from ocr_engine.layout.furniture import printed_number
 from ocr_engine.options import ExtractOptions, OcrMode
+from retrieval.answer.retriever import Retriever
 from retrieval.doc_card import Contents, DocumentCard, PrintedRun
-from retrieval.doc_names import Named, NamedDocuments
-from retrieval.edge_store import EdgeStore
-from retrieval.page_refs import PageRef, caption_label, page_ref
+from retrieval.index.edge_store import EdgeStore
 from retrieval.schema import QueryRequest
-from retrieval.search import Place, Retriever
+from retrieval.search.doc_names import Named, NamedDocuments
+from retrieval.search.page_refs import PageRef, caption_label, page_ref
+from retrieval.search.search import Place
 from server.services import Services, build_services
 from server.settings import Settings
 

@@ -51,7 +51,7 @@ def test_a_failed_file_is_logged_as_a_warning_with_its_name_and_reason(
 def test_a_slow_read_starts_with_single_pages() -> None:
     """With CPU OCR possible, a document's first pages are asked one by one, then in doubling
     parts, so a scan shows progress after its first page, not after the first eight."""
-    from ingest.options import ramped, windows
+    from ingest.pipeline.options import ramped, windows
 
     assert ramped(1, 4, 8) == [(1, 1), (2, 2), (3, 4)]
     assert ramped(1, 40, 8) == [(1, 1), (2, 2), (3, 4), (5, 8), *windows(9, 40, 8)]

@@ -8,8 +8,8 @@ import numpy as np
 import pymupdf
 import pytest
 
-from ocr_engine.extract import extract_document
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.extract import extract_document
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.schema import Block, BlockType, Document, Page, PageStatus
 from tests.conftest import shared_path
 

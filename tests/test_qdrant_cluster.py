@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from doubles.fakes import HashEmbedder
 from doubles.qdrant_stub import QdrantStub
-from retrieval.index_meta import QdrantCluster, WriteOrder
+from retrieval.index.index_meta import QdrantCluster, WriteOrder
 from server.services import open_store
 from server.settings import Settings
 from tests.test_edge_store import make_chunk

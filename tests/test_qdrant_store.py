@@ -14,12 +14,12 @@ import pytest
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from retrieval.edge_store import EdgeStore
-from retrieval.qdrant_requests import index_params, qdrant_filter
-from retrieval.qdrant_store import QdrantServerStore
+from retrieval.index.edge_store import EdgeStore
+from retrieval.index.qdrant_requests import index_params, qdrant_filter
+from retrieval.index.qdrant_store import QdrantServerStore
+from retrieval.index.store import StoreConfigError, StoreUnavailableError, VectorStore
+from retrieval.index.store_common import PAYLOAD_INDEXES, VECTOR_NAME, stale_filter
 from retrieval.schema import Chunk, SearchFilter
-from retrieval.store import StoreConfigError, StoreUnavailableError, VectorStore
-from retrieval.store_common import PAYLOAD_INDEXES, VECTOR_NAME, stale_filter
 from server.services import open_store
 from server.settings import Settings
 from tests.test_edge_store import CHUNKS, DIM, DOC_A, DOC_B, VECTORS, keys, make_chunk

@@ -8,8 +8,9 @@ from pathlib import Path
 from doubles.fakes import HashEmbedder
 from doubles.rerank_stub import RerankStub
 from retrieval.answer import RANK_PRIOR, AnswerOptions, extractive_answer
+from retrieval.answer.retriever import Retriever
 from retrieval.schema import Chunk, QueryRequest, Region, RerankFailure, ScoredChunk
-from retrieval.search import Ranked, Retriever
+from retrieval.search.search import Ranked
 from server.services import build_services
 from server.settings import Settings
 

@@ -15,15 +15,15 @@ import numpy as np
 import pymupdf
 import pytest
 
-from ocr_engine.errors import EngineOutputError
-from ocr_engine.ocr_layout import OcrLine, group_paragraphs, gutter_cuts, layout_page
-from ocr_engine.options import CpuOcrOptions
-from ocr_engine.rapid_engine import (
+from ocr_engine.engines.rapid_engine import (
     RapidOCREngine,
     render_array,
     rotate_point,
     unrotate_box,
 )
+from ocr_engine.errors import EngineOutputError
+from ocr_engine.layout.ocr_layout import OcrLine, group_paragraphs, gutter_cuts, layout_page
+from ocr_engine.options import CpuOcrOptions
 from ocr_engine.schema import Page, PageStatus
 from tests.conftest import REPO_ROOT
 
@@ -151,7 +151,7 @@ def test_huge_page_is_rendered_under_the_pixel_cap() -> None:
 def test_models_load_lazily_and_once_across_threads() -> None:
     code = (
         "import sys\n"
-        "from ocr_engine.rapid_engine import RapidOCREngine\n"
+        "from ocr_engine.engines.rapid_engine import RapidOCREngine\n"
         "RapidOCREngine()\n"
         "assert 'rapidocr' not in sys.modules and 'cv2' not in sys.modules\n"
     )

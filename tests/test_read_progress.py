@@ -16,7 +16,7 @@ import pytest
 from doubles.fakes import HashEmbedder
 from doubles.ocr_sim_requests import Fault
 from doubles.ocr_simulator import OcrSimulator
-from ingest.events import EventKind, IngestEvent
+from ingest.pipeline.events import EventKind, IngestEvent
 from ocr_engine.options import OcrMode
 from server.services import Services, build_services, ingest_options
 from server.settings import Settings

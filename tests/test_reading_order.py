@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pymupdf
 
+from ocr_engine.engines.rapid_engine import RapidOCREngine
 from ocr_engine.geometry import Box
-from ocr_engine.layout import LayoutBlock
+from ocr_engine.layout.layout import LayoutBlock
+from ocr_engine.layout.reading_order import reading_order
+from ocr_engine.layout.textlayer import TextLine
 from ocr_engine.options import CpuOcrOptions
-from ocr_engine.rapid_engine import RapidOCREngine
-from ocr_engine.reading_order import reading_order
 from ocr_engine.schema import BlockType
-from ocr_engine.textlayer import TextLine
 
 TEXT = (
     "harbour pilots board ships at seven in the morning when the tide turns and the river runs "

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from doubles.loopback import free_port
 from doubles.rerank_stub import RerankStub
-from retrieval.rerank import HttpReranker, OnnxReranker, RerankError, shipped_model_dir
-from retrieval.search import Retriever
+from retrieval.answer.retriever import Retriever
+from retrieval.search.rerank import HttpReranker, OnnxReranker, RerankError, shipped_model_dir
 from server.settings import Settings
 from tests.apiapp import ApiApp, api_app
 

@@ -6,8 +6,8 @@ import numpy as np
 import pymupdf
 import pytest
 
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.routing import GARBAGE, INVISIBLE, NO_TEXT, ocr_reason
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.routing import GARBAGE, INVISIBLE, NO_TEXT, ocr_reason
 from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
 from tests.conftest import shared_path
 from tests.pdfgen import FACTS, fact_pdf, image_page_pdf, raw_pdf

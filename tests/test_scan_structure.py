@@ -15,13 +15,13 @@ import pymupdf
 import pytest
 from PIL import Image
 
+from ocr_engine.engines.rapid_engine import RapidOCREngine
 from ocr_engine.geometry import Box
-from ocr_engine.ocr_layout import OcrLine
+from ocr_engine.layout.ocr_layout import OcrLine
+from ocr_engine.layout.orientation import classify_orientation
+from ocr_engine.layout.scan_models import MODEL_FILES, ScanModels, model_path
+from ocr_engine.layout.scan_tables import grid_cells, split_words
 from ocr_engine.options import CpuOcrOptions
-from ocr_engine.orientation import classify_orientation
-from ocr_engine.rapid_engine import RapidOCREngine
-from ocr_engine.scan_models import MODEL_FILES, ScanModels, model_path
-from ocr_engine.scan_tables import grid_cells, split_words
 from ocr_engine.schema import BlockType, Page
 from tests.conftest import shared_path
 

@@ -9,7 +9,7 @@ import pymupdf
 import pytest
 
 from ocr_engine.__main__ import SCHEMA_PATH, render_schema
-from ocr_engine.extract import extract_document
+from ocr_engine.engines.extract import extract_document
 from ocr_engine.schema import (
     SCHEMA_VERSION,
     Block,

@@ -11,11 +11,11 @@ import pymupdf
 import pytest
 
 from doubles.ocr_simulator import OcrSimulator
+from ocr_engine.engines.extract import extract_document
 from ocr_engine.errors import BadInputError
-from ocr_engine.extract import extract_document
+from ocr_engine.exports.searchable import is_ocr_page, ocr_lines, searchable_pdf
 from ocr_engine.options import ExtractOptions, OcrMode, VLLMOptions
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
-from ocr_engine.searchable_pdf import is_ocr_page, ocr_lines, searchable_pdf
 from tests.apiapp import api_app
 from tests.pdfgen import FACTS, fact_pdf
 from tests.test_ocr_pipeline import scanned

@@ -9,10 +9,10 @@ import pymupdf
 import pytest
 
 from ocr_engine.char_widths import char_starts
-from ocr_engine.engine import PageWindow
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from retrieval.evidence import locate
+from ocr_engine.engines.engine import PageWindow
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 from retrieval.schema import Chunk, ChunkLine, Region
+from retrieval.search.evidence import locate
 from retrieval.text_terms import sentence_spans
 from tests.conftest import shared_path
 

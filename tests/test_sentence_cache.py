@@ -14,15 +14,15 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from doubles.fakes import HashEmbedder
-from ingest.chunker import chunk_document
+from ingest.pipeline.chunker import chunk_document
 from ocr_engine.options import OcrMode
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.answer import extractive_answer
+from retrieval.answer.retriever import Retriever
+from retrieval.answer.sentence_cache import RememberingEmbedder, answer_texts, remember_answer_texts
+from retrieval.answer.sentence_fill import FillStep, SentenceFill
 from retrieval.schema import Chunk, QueryRequest, ScoredChunk
-from retrieval.search import Retriever
-from retrieval.sentence_cache import RememberingEmbedder, answer_texts, remember_answer_texts
-from retrieval.sentence_fill import FillStep, SentenceFill
-from server.app import create_app
+from server.serve.app import create_app
 from server.services import SENTENCE_CACHE_FILE, Services, build_services
 from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import qdrant_edge as qe
 
-from retrieval.sparse import LexicalEncoder, lexical_terms
+from retrieval.index.sparse import LexicalEncoder, lexical_terms
 
 # (query as a person types it, passage that holds it)
 NUMBER_CASES = [

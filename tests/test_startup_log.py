@@ -10,10 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from doubles.fakes import HashEmbedder
-from ingest.options import FileStatus
-from ingest.pipeline import IngestOptions
+from ingest.pipeline.options import FileStatus
+from ingest.pipeline.pipeline import IngestOptions
 from ocr_engine.options import ExtractOptions, OcrMode
-from server.app import create_app
+from server.serve.app import create_app
 from server.services import build_services
 from server.settings import Settings
 from tests.pdfgen import FACTS, fact_pdf
@@ -36,11 +36,11 @@ def test_startup_logs_the_documents_the_ledger_holds(
         results = services.sync.ingest_paths(sorted(inbox.iterdir()))
         assert sorted(r.status for r in results) == sorted([FileStatus.ok, FileStatus.failed])
         with (
-            caplog.at_level(logging.INFO, logger="server.app"),
+            caplog.at_level(logging.INFO, logger="server.serve.app"),
             TestClient(create_app(services, watch=False)),
         ):
             pass
     finally:
         services.close()
-    said = [r.getMessage() for r in caplog.records if r.name == "server.app"]
+    said = [r.getMessage() for r in caplog.records if r.name == "server.serve.app"]
     assert "the ledger holds 2 documents (1 ok, 1 failed)" in said, said

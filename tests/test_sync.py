@@ -15,17 +15,17 @@ import pymupdf
 import pytest
 
 from doubles.fakes import HashEmbedder
-from ingest.cards import document_card
-from ingest.chunker import chunk_document
-from ingest.failures import RetryPolicy
-from ingest.options import windows
-from ingest.pipeline import FileStatus, IngestOptions
-from ingest.records import DocStatus, FailureKind
-from ocr_engine.extract import extract_document
+from ingest.cards.cards import document_card
+from ingest.ledger.records import DocStatus, FailureKind
+from ingest.pipeline.chunker import chunk_document
+from ingest.pipeline.failures import RetryPolicy
+from ingest.pipeline.options import windows
+from ingest.pipeline.pipeline import FileStatus, IngestOptions
+from ocr_engine.engines.extract import extract_document
 from ocr_engine.options import ExtractOptions, OcrMode
-from retrieval.edge_store import EdgeStore
+from retrieval.index.edge_store import EdgeStore
+from retrieval.index.store import StoreError
 from retrieval.schema import Chunk
-from retrieval.store import StoreError
 from server.services import Services, build_services
 from server.settings import Settings
 from tests.pdfgen import FACTS, encrypted_pdf, fact_pdf

@@ -18,8 +18,8 @@ from ocr_engine.geometry import Box, union
 from ocr_engine.options import OcrMode
 from ocr_engine.schema import BlockType, TableCell
 from retrieval.links import crop_url, format_boxes
-from server.app import create_app
 from server.crop_columns import kept_columns
+from server.serve.app import create_app
 from server.services import build_services
 from server.settings import Settings
 from tests.pdfgen import wide_table_pdf

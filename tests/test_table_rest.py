@@ -9,7 +9,7 @@ from pathlib import Path
 
 from doubles.builders import one_line_block, one_page_document, table_block
 from doubles.fakes import HashEmbedder
-from ingest.chunker import chunk_document
+from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import BlockType, Document
 from retrieval.answer import (
     AnswerOptions,
@@ -19,10 +19,10 @@ from retrieval.answer import (
     table_pieces,
     table_unit,
 )
-from retrieval.chunk_lookups import StoreLookups
-from retrieval.edge_store import EdgeStore
+from retrieval.answer.chunk_lookups import StoreLookups
+from retrieval.answer.retriever import Retriever
+from retrieval.index.edge_store import EdgeStore
 from retrieval.schema import Chunk, ScoredChunk
-from retrieval.search import Retriever
 
 HEADER = ["", "February 2, 2019", "February 3, 2018"]
 ROWS = [

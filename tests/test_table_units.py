@@ -5,8 +5,8 @@ measure or that the table's unit excepts, and units written without a parenthesi
 from __future__ import annotations
 
 from doubles.builders import rows_chunk
-from retrieval.cells import table_cells
-from retrieval.table_units import is_unit_statement, stated_unit, unit_for_row
+from retrieval.answer.cells import table_cells
+from retrieval.answer.table_units import is_unit_statement, stated_unit, unit_for_row
 
 
 def _texts(rows: list[str]) -> list[str]:

@@ -4,10 +4,10 @@ words are not a title."""
 
 from __future__ import annotations
 
-from ingest.chunker import chunk_document
+from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page, TableCell
 from retrieval.answer import AnswerOptions, Lookups, extractive_answer
-from retrieval.page_layout import PageLayouts
+from retrieval.answer.page_layout import PageLayouts
 from retrieval.schema import Citation, ScoredChunk
 
 Box = tuple[float, float, float, float]

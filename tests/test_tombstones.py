@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from doubles.fakes import HashEmbedder
-from ingest.pipeline import FileStatus, IngestOptions
-from ingest.records import NotRemovedError, RemovedFileGoneError
+from ingest.ledger.records import NotRemovedError, RemovedFileGoneError
+from ingest.pipeline.pipeline import FileStatus, IngestOptions
 from ocr_engine.options import ExtractOptions, OcrMode
 from server.services import Services, build_services
 from server.settings import Settings

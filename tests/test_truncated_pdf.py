@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ingest.extractor import WindowReader
-from ingest.failures import RetryPolicy, classify
-from ingest.guards import PdfLimits
-from ingest.records import FailureKind
+from ingest.ledger.records import FailureKind
+from ingest.pipeline.extractor import WindowReader
+from ingest.pipeline.failures import RetryPolicy, classify
+from ingest.pipeline.guards import PdfLimits
+from ocr_engine.engines.extract import extract_document
 from ocr_engine.errors import BadInputError
-from ocr_engine.extract import extract_document
 from ocr_engine.options import ExtractOptions, OcrMode
 from tests.conftest import shared_path
 

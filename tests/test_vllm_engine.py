@@ -11,13 +11,13 @@ import pytest
 
 from doubles.loopback import closed_port_url
 from doubles.ocr_simulator import Fault, OcrSimulator
-from ocr_engine.deepseek import DEEPSEEK_OCR, GROUNDING_PROMPT
+from ocr_engine.engines.deepseek import DEEPSEEK_OCR, GROUNDING_PROMPT
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.render import render_page
+from ocr_engine.engines.vllm_engine import VLLMEngine
 from ocr_engine.errors import BadInputError
 from ocr_engine.options import VLLMOptions
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.render import render_page
 from ocr_engine.schema import BlockType, Page, PageStatus
-from ocr_engine.vllm_engine import VLLMEngine
 from tests.conftest import SHARED_DATA, shared_path
 from tests.pdfgen import FACTS, encrypted_pdf, fact_pdf, random_bytes
 

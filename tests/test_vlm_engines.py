@@ -11,9 +11,8 @@ import pymupdf
 import pytest
 
 from doubles.ocr_simulator import Fault, OcrSimulator
-from ocr_engine.dots_ocr import IMAGE_PREFIX
-from ocr_engine.geometry import Box
-from ocr_engine.mineru import (
+from ocr_engine.engines.dots_ocr import IMAGE_PREFIX
+from ocr_engine.engines.mineru import (
     LAYOUT_PROMPT,
     SYSTEM_PROMPT,
     TABLE_PROMPT,
@@ -21,11 +20,12 @@ from ocr_engine.mineru import (
     layout_png,
     render_crop,
 )
+from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+from ocr_engine.engines.render import render_region
+from ocr_engine.engines.vllm_engine import VLLMEngine
+from ocr_engine.geometry import Box
 from ocr_engine.options import VLLMOptions
-from ocr_engine.pymupdf_engine import PyMuPDFEngine
-from ocr_engine.render import render_region
 from ocr_engine.schema import Block, BlockType, Page, PageStatus
-from ocr_engine.vllm_engine import VLLMEngine
 from retrieval.schema import QueryRequest
 from server.services import build_services
 from server.settings import Settings

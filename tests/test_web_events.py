@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from doubles.fakes import HashEmbedder
-from ingest.pipeline import IngestOptions
+from ingest.pipeline.pipeline import IngestOptions
 from ocr_engine.options import ExtractOptions, OcrMode
 from server.services import build_services
 from server.settings import Settings

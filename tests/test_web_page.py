@@ -31,7 +31,7 @@ from PIL import Image
 
 from doubles.llm_stub import Behaviour, LlmStub
 from ocr_engine.options import OcrMode
-from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.index.embedder import SentenceTransformerEmbedder
 from retrieval.links import highlight_of
 from server.services import Services, build_services
 from server.settings import Settings

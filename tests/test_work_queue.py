@@ -21,8 +21,8 @@ from doubles.embed_server import EmbedServer
 from doubles.fakes import HashEmbedder
 from doubles.loopback import free_port
 from doubles.ocr_simulator import OcrSimulator
-from ingest.records import DocStatus
-from ingest.work_queue import BrokerUnavailableError, QueueExtractor
+from ingest.ledger.records import DocStatus
+from ingest.queue.work_queue import BrokerUnavailableError, QueueExtractor
 from ocr_engine.options import OcrMode
 from server.datadir import DataDirLock
 from server.services import Services, build_services

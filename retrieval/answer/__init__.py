@@ -1,48 +1,15 @@
-"""Extractive answers: candidates of the top hits -> scores -> what is said and cited.
+"""Ranked chunks -> an answer: extractive (candidates, scores, what is said and cited) or
+written by an LLM and checked against its sources.
 
+`retriever` (the search, then the answer's options from what it found, then the answer),
 `candidates` (sentences and table value cells of the hits, and the chunks around them),
-`scores` (by terms, then by a learned model), `cite` (each chosen candidate boxed to its lines),
+`scores` (by terms, then by a learned model), `citing` (each chosen candidate boxed to its lines),
 `said` (what the answer says for it), `extractive` (the stages in order); `options` holds what a
-caller sets.
-"""
+caller sets. `generate` and `llm` write an answer with an LLM, `support` checks it; the sentence
+cache and its filler keep the vectors the answers embed.
 
-from retrieval.answer.candidates import (
-    FOLLOW_AHEAD,
-    TABLE_REACH,
-    PageRange,
-    answer_texts,
-    around_ids,
-    following_ids,
-    table_pieces,
-    table_unit,
-)
-from retrieval.answer.cite import cite
-from retrieval.answer.extractive import extractive_answer
-from retrieval.answer.options import HEADING_LEAD, RANK_PRIOR, Answer, AnswerOptions, Lookups, Scope
-from retrieval.answer.scores import MIN_SUPPORT, min_support_for
-from retrieval.schema import DENSE_POOL
-from retrieval.text_terms import sentence_spans, terms
+Its public names are in `__init__.pyi`; each is imported from its module when first used."""
 
-__all__ = [
-    "DENSE_POOL",
-    "FOLLOW_AHEAD",
-    "HEADING_LEAD",
-    "MIN_SUPPORT",
-    "RANK_PRIOR",
-    "TABLE_REACH",
-    "Answer",
-    "AnswerOptions",
-    "Lookups",
-    "PageRange",
-    "Scope",
-    "answer_texts",
-    "around_ids",
-    "cite",
-    "extractive_answer",
-    "following_ids",
-    "min_support_for",
-    "sentence_spans",
-    "table_pieces",
-    "table_unit",
-    "terms",
-]
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -7,15 +7,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from retrieval.rerank import RerankError
 from retrieval.schema import ScoredChunk
+from retrieval.search.rerank import RerankError
 from retrieval.text_terms import stems
 
 if TYPE_CHECKING:
-    from retrieval.embedder import Embedder
+    from retrieval.index.embedder import Embedder
 
 from retrieval.answer.candidates import _candidates, _headings, _Sentence, _with_table_rest
-from retrieval.answer.cite import _cite_sentence, _opens
+from retrieval.answer.citing import _cite_sentence, _opens
 from retrieval.answer.judge import JUDGE_KEEP, judged
 from retrieval.answer.meet import _meet
 from retrieval.answer.options import Answer, AnswerOptions

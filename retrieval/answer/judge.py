@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from retrieval.answer.candidates import _in_context, _Sentence
-from retrieval.rerank import sigmoid
 from retrieval.schema import ScoredChunk
+from retrieval.search.rerank import sigmoid
 
 if TYPE_CHECKING:
-    from retrieval.rerank import Reranker
+    from retrieval.search.rerank import Reranker
 
 JUDGE_POOL = 8  # candidates the judge reads, best first by the terms-and-embedding score
 

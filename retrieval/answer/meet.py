@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from retrieval.answer.candidates import _Sentence
-from retrieval.cells import (
+from retrieval.answer.cells import (
     TableCellText,
     periods,
 )

@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from retrieval.answer.page_layout import Layout
 from retrieval.doc_card import DocumentCard
-from retrieval.page_layout import Layout
 from retrieval.schema import Chunk, Citation
 
 if TYPE_CHECKING:
-    from retrieval.rerank import Reranker
+    from retrieval.search.rerank import Reranker
 
 from retrieval.answer.candidates import PageRange
 from retrieval.answer.scores import MIN_SUPPORT

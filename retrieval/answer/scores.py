@@ -12,7 +12,7 @@ from retrieval.schema import ScoredChunk
 from retrieval.text_terms import stems
 
 if TYPE_CHECKING:
-    from retrieval.embedder import Embedder
+    from retrieval.index.embedder import Embedder
 
 from retrieval.answer.candidates import _in_context, _Sentence
 

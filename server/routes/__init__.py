@@ -1,2 +1,8 @@
 """The API's routes, one module per resource (answers, documents, pages, exports, the reading
-desk's extraction, health, the web page); `server.app.create_app` includes their routers."""
+desk's extraction, health, the web page); `server.serve.app.create_app` includes their routers.
+
+Its public names are in `__init__.pyi`; each is imported from its module when first used."""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

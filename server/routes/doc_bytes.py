@@ -2,8 +2,8 @@
 and `GET /worker/documents/{sha256}.json?token=` (the document's structured JSON, which a replica
 reads page layouts from), and `POST /worker/tokens/{sha256}` (a token for a replica).
 
-The token (`ingest.doc_bytes.DocTokens`, signed by this coordinator into each unit it sends, or
-given to a replica that asks with the API key) opens that one document's copy and JSON until it
+The token (`ingest.queue.doc_bytes.DocTokens`, signed by this coordinator into each unit it sends,
+or given to a replica that asks with the API key) opens that one document's copy and JSON until it
 expires and nothing else; the API key does not open the GETs, and the API-key middleware leaves
 them to the token. Range requests are answered (206), so a dropped transfer resumes. A refused
 token is a 401 that says why, logged here as well.
@@ -17,10 +17,10 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 
-from ingest.doc_bytes import TOKENS_PATH, WORKER_PATH, DocToken, DocTokens, TokenRefusedError
-from ingest.records import UnknownDocumentError
+from ingest.ledger import UnknownDocumentError
+from ingest.queue import TOKENS_PATH, WORKER_PATH, DocToken, DocTokens, TokenRefusedError
 from ocr_engine.schema import Document
-from server.deps import ApiError, DocId, Svc
+from server.http.deps import ApiError, DocId, Svc
 
 __all__ = ["REPLICA_TOKEN_TTL_S", "router"]
 

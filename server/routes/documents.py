@@ -13,8 +13,7 @@ from fastapi import APIRouter, Query, Request, UploadFile
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from ingest.events import EventHub, EventKind, IngestEvent
-from ingest.records import (
+from ingest.ledger import (
     DocStatus,
     DocumentRecord,
     NotRemovedError,
@@ -22,11 +21,11 @@ from ingest.records import (
     RemovedFileGoneError,
     Tombstone,
 )
+from ingest.pipeline import EventHub, EventKind, IngestEvent
 from ocr_engine.errors import BadInputError
-from ocr_engine.images import document_pdf_bytes, sniff
-from ocr_engine.office import check_office, is_office_name
-from server.deps import ApiError, DocId, Svc, record_or_404
-from server.shutdown import StoppableStream
+from ocr_engine.inputs import check_office, document_pdf_bytes, is_office_name, sniff
+from server.http.deps import ApiError, DocId, Svc, record_or_404
+from server.http.shutdown import StoppableStream
 
 __all__ = ["PDF_MAGIC", "UploadAccepted", "router"]
 
@@ -64,7 +63,7 @@ async def _read_limited(file: UploadFile, limit: int) -> bytes:
 
 def _check_upload(data: bytes, name: str) -> None:
     """A PDF or an accepted image by its content (415 otherwise); the image is checked whole."""
-    if is_office_name(name):  # checked here, rendered by the worker (`ocr_engine.office`)
+    if is_office_name(name):  # checked here, rendered by the worker (`ocr_engine.inputs.office`)
         try:
             check_office(data, name)
         except BadInputError as exc:

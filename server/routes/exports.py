@@ -6,8 +6,8 @@ a time and moves it into place when the document is indexed, so the JSON export 
 sent as it is (no parsing: cost is the disk read). The Markdown export parses that file once and
 renders it a page at a time. A document that is queued, processing for the first time or failed
 has no JSON yet: 409 `not_ready` / `not_available`. The searchable PDF is the stored PDF with
-an invisible text layer on its OCR'd pages (`ocr_engine.searchable_pdf`); the Docling export is
-`ocr_engine.docling_export`'s DoclingDocument, boxes bottom-left as Docling writes them.
+an invisible text layer on its OCR'd pages (`ocr_engine.exports.searchable`); the Docling export
+is `ocr_engine.exports.docling_export`'s DoclingDocument, boxes bottom-left as Docling writes them.
 """
 
 from __future__ import annotations
@@ -24,17 +24,14 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from ingest.passwords import PASSWORDS_FILE, PasswordBook
-from ingest.records import DocStatus, DocumentRecord, UnknownDocumentError
-from ocr_engine.docling_export import to_docling
+from ingest.ledger import DocStatus, DocumentRecord, UnknownDocumentError
+from ingest.pipeline import PASSWORDS_FILE, PasswordBook
 from ocr_engine.errors import BadInputError
-from ocr_engine.images import stored_pdf_bytes
-from ocr_engine.markdown import document_markdown
-from ocr_engine.plaintext import document_text
+from ocr_engine.exports import document_markdown, document_text, searchable_pdf, to_docling
+from ocr_engine.inputs import stored_pdf_bytes
 from ocr_engine.schema import Document
-from ocr_engine.searchable_pdf import searchable_pdf
-from server.deps import ApiError, DocId, Svc, record_or_404
-from server.errors import ErrorBody
+from server.http.deps import ApiError, DocId, Svc, record_or_404
+from server.http.errors import ErrorBody
 from server.services import Services
 
 __all__ = ["router"]

@@ -27,19 +27,17 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ingest.guards import check_pdf
-from ingest.records import DocStatus
+from ingest.ledger import DocStatus
+from ingest.pipeline import check_pdf
+from ocr_engine.engines import PAGE_WINDOW, PageReader
 from ocr_engine.errors import BadInputError
-from ocr_engine.extract import PAGE_WINDOW
-from ocr_engine.furniture import FurnitureMarker
-from ocr_engine.images import document_pdf_bytes
-from ocr_engine.markdown import page_markdown
+from ocr_engine.exports import page_markdown
+from ocr_engine.inputs import document_pdf_bytes, open_pdf
+from ocr_engine.layout import FurnitureMarker
 from ocr_engine.options import ExtractOptions, OcrMode
-from ocr_engine.pdf import open_pdf
-from ocr_engine.reader import PageReader
 from ocr_engine.schema import Document, EngineInfo, Page
 from retrieval.links import page_image_url, page_url_template
-from server.deps import (
+from server.http.deps import (
     ApiError,
     DocId,
     PageNumber,
@@ -48,7 +46,7 @@ from server.deps import (
     page_png,
     record_or_404,
 )
-from server.shutdown import StoppableStream
+from server.http.shutdown import StoppableStream
 
 __all__ = ["EXTRACT_KEEP", "EXTRACT_TTL_S", "PageCard", "extract_options", "router"]
 

@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from retrieval.sentence_fill import FillProgress
-from retrieval.store import StoreError
-from server.deps import QuerySvc
+from retrieval.answer import FillProgress
+from retrieval.index import StoreError
+from server.http.deps import QuerySvc
 
 __all__ = ["Health", "router"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from ingest.options import IngestSummary
-from ingest.scan import summarize
-from server.deps import ApiError, Svc
+from ingest.pipeline import IngestSummary
+from ingest.sync import summarize
+from server.http.deps import ApiError, Svc
 
 __all__ = ["IngestRequest", "RetryRequest", "router"]
 

@@ -10,12 +10,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, Response
 
-from ingest.records import UnknownDocumentError
+from ingest.ledger import UnknownDocumentError
 from ocr_engine.geometry import Box
 from ocr_engine.schema import Page
 from retrieval.links import page_image_url, parse_boxes, viewer_url
 from server.crop_columns import Span, kept_columns
-from server.deps import (
+from server.http.deps import (
     ApiError,
     DocId,
     Links,

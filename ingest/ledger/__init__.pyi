@@ -1,0 +1,15 @@
+from .doc_ids import FULL as FULL
+from .doc_ids import AmbiguousDocIdError as AmbiguousDocIdError
+from .doc_ids import DocIdError as DocIdError
+from .doc_ids import resolve_doc_id as resolve_doc_id
+from .files import DocumentFiles as DocumentFiles
+from .ledger import LEDGER_FILE as LEDGER_FILE
+from .ledger import Ledger as Ledger
+from .records import DocStatus as DocStatus
+from .records import DocumentRecord as DocumentRecord
+from .records import NotRemovedError as NotRemovedError
+from .records import PageRecord as PageRecord
+from .records import RemovedFileGoneError as RemovedFileGoneError
+from .records import Tombstone as Tombstone
+from .records import UnknownDocumentError as UnknownDocumentError
+from .records import is_doc_id as is_doc_id

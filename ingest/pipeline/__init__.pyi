@@ -1,0 +1,17 @@
+from .chunk_tables import compact_table as compact_table
+from .doc_run import folio_version as folio_version
+from .embed_cache import EMBED_CACHE_FILE as EMBED_CACHE_FILE
+from .embed_cache import EmbeddingCache as EmbeddingCache
+from .events import EventHub as EventHub
+from .events import EventKind as EventKind
+from .events import IngestEvent as IngestEvent
+from .failures import SourceGoneError as SourceGoneError
+from .guards import check_pdf as check_pdf
+from .options import IngestSummary as IngestSummary
+from .page_cache import PAGE_CACHE_FILE as PAGE_CACHE_FILE
+from .page_cache import SqlitePageCache as SqlitePageCache
+from .passwords import PASSWORDS_FILE as PASSWORDS_FILE
+from .passwords import PasswordBook as PasswordBook
+from .pipeline import FileStatus as FileStatus
+from .pipeline import IngestOptions as IngestOptions
+from .pipeline import Ingestor as Ingestor

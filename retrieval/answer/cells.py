@@ -1,0 +1,223 @@
+"""Table cells as answer candidates: a chunk's markdown rows read as a row label, the column's
+headers and a value, written in words ("Net sales, 2023: 14,694 (in millions)"), and the box of
+each cell in the document JSON.
+
+A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a separator row
+(`| --- |`) are its header (without one, the leading rows whose numbers are all dates or
+periods, at most four: a table whose first row is already figures has no header). A body row's
+first non-numeric cell is its label, without footnote marks (with the label of a figureless row
+before it, when it starts in lower case: a label wrapped onto the next line); each of its other
+cells holding a digit is a candidate, with the header texts of its column (an empty cell of an
+upper header row takes the nearest header on its left, as a spanning header is written in its
+first column, unless the row heads half the columns or more, or the header stands right beside
+another: then it is a wrapped line of the headings, "United" over "States"; a column that names
+no year takes the year of the heading over the labels, or of the last row below the header
+that holds nothing but a year: a quarterly table's "2016" over that year's rows). A cell's unit
+is its column header's, else the table's (its caption lines, its stub header, a header row that
+only states a unit), as `retrieval.answer.table_units` says it for the cell's row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from retrieval.answer.table_units import (
+    is_unit_statement,
+    names_own_measure,
+    stated_unit,
+    unit_for_row,
+)
+from retrieval.schema import Chunk
+from retrieval.table_rows import holds_a_year_alone, is_table_row, is_year_row, split_row
+
+__all__ = [
+    "TableCellText",
+    "periods",
+    "row_words",
+    "table_cells",
+    "year_row_above",
+]
+
+_SEPARATOR = re.compile(r"^:?-{2,}:?$")
+_NUMERIC = re.compile(r"^[\s$€£(+\-–—]*\d[\d.,]*\s*%?\)?\s*$")
+_YEAR = re.compile(r"(?<!\d)(?:FY\s?|fiscal\s(?:year\s)?)?((?:19|20)\d{2})(?!\d)", re.I)
+_SHORT_FY = re.compile(r"\bFY\s?'?(\d{2})\b", re.I)
+_PERIOD_NUMBERS = re.compile(
+    r"(?<!\d)(?:19|20)\d{2}(?!\d)|\bQ[1-4]\b|\b(?:FY|H[12])\s?'?\d{2}\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
+    r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+    r"|\b(?:three|six|nine|twelve|3|6|9|12|13|26|39|52|53)\s+(?:months|weeks)\b",
+    re.I,
+)
+_MAX_HEADER_ROWS = 4
+_NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
+
+
+def _is_header_row(cells: list[str]) -> bool:
+    """No figure but dates and periods: a row of column headings."""
+    return not any(ch.isdigit() for ch in _PERIOD_NUMBERS.sub("", " ".join(cells)))
+
+
+@dataclass(frozen=True)
+class TableCellText:
+    """A table cell read as an answer: which chunk line (row) and column it is, and its words."""
+
+    line: int
+    col: int
+    label: str
+    header: str
+    value: str
+    unit: str
+    column_measure: bool = False  # the column's header says what its figures are ("% of total")
+
+    @property
+    def text(self) -> str:
+        header = self.header
+        if self.unit and "(" in header:  # said once, after the value, not amid the headings
+            header = header.replace(f"({self.unit})", "").replace(", ,", ",").strip(" ,")
+        header = header.rstrip(" ,;:")  # "December 31,: $ 3,642" reads badly
+        head = f"{self.label}, {header}" if header else self.label
+        unit = f" ({self.unit})" if self.unit else ""
+        return f"{head}: {self.value}{unit}"
+
+
+def row_words(row: str) -> str:
+    """A table row's words as a quote says them: its cells that hold any, ", " apart, without a
+    cell's closing full stop or semicolon, which would end the quote's sentence inside the table
+    ("" for the rule under a header); rows are "; " apart."""
+    cells = (c.rstrip(".;").rstrip() for c in split_row(row) if c and not _SEPARATOR.match(c))
+    return ", ".join(c for c in cells if c)
+
+
+def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
+    """The header text of each column: its header cells top to bottom, the spans of upper
+    rows carried right. An upper row with a heading over half the columns or fewer spans
+    ("Year ended December 31, 2018" over five columns; "Three Months Ended" and "Six Months
+    Ended" over two each); a fuller one is a heading's wrapped line
+    ("United | Asia | Middle East" over "States | Pacific | & Africa") and carries nothing, as
+    a heading right beside another does not ("Europe, | Latin": two wrapped first lines), nor
+    one over the labels below the first row ("Assets" under the dates names a section of rows;
+    a first row's is the table's title)."""
+    per_col: list[list[str]] = [[] for _ in range(n_cols)]
+    for depth, row in enumerate(rows):
+        carried = ""
+        spans = depth < len(rows) - 1 and 2 * sum(1 for c in row[1:] if c) <= n_cols - 1
+        for col in range(n_cols):
+            text = row[col] if col < len(row) else ""
+            if text:
+                beside = col > 1 and col - 1 < len(row) and bool(row[col - 1])
+                carried = "" if beside or (col == 0 and depth > 0) else text
+            elif spans and col > 0:
+                text = carried
+            if text and text not in per_col[col]:
+                per_col[col].append(text)
+    return [_joined(parts) for parts in per_col]
+
+
+def _joined(parts: list[str]) -> str:
+    """Header texts top to bottom, a comma between them unless the upper one ends in one."""
+    text = ""
+    for part in parts:
+        text += (" " if text.endswith(",") else ", ") + part if text else part
+    return text
+
+
+def _dated_by_stub(headers: list[str]) -> list[str]:
+    """The headers, each column that names no year dated by the stub's year when the stub (the
+    header over the labels) names one: "December 31, 2017 | Carrying Value | Percentage"."""
+    if not headers or not periods(headers[0]):
+        return headers
+    stub = headers[0]
+    return [stub] + [h if periods(h) else ", ".join(filter(None, (h, stub))) for h in headers[1:]]
+
+
+def table_cells(chunk: Chunk) -> list[TableCellText]:
+    """The value cells of the markdown rows among the chunk's lines."""
+    rows: list[tuple[int, list[str]]] = []
+    other: list[str] = []
+    for index, line in enumerate(chunk.lines):
+        text = chunk.text[line.start : line.end]
+        if is_table_row(text):
+            rows.append((index, split_row(text)))
+        else:
+            other.append(text)
+    if not rows:
+        return []
+    n_cols = max(len(cells) for _, cells in rows)
+    separator = next(
+        (k for k, (_, cells) in enumerate(rows) if all(_SEPARATOR.match(c) for c in cells if c)),
+        None,
+    )
+    if separator is None:
+        leading = [_is_header_row(cells) for _, cells in rows[:_MAX_HEADER_ROWS]]
+        n_header = leading.index(False) if False in leading else len(leading)
+        n_header = min(n_header, len(rows) - 1)
+    else:
+        n_header = separator
+    header_rows = [cells for _, cells in rows[:n_header]]
+    undated = _headers(header_rows, n_cols)
+    headers = _dated_by_stub(undated)
+    table_unit, column_units = _units(other, header_rows, undated)
+    body = rows[n_header + (separator is not None) :]
+    out = []
+    wrapped = ""  # the label of the row before, when it holds no figure: it may go on
+    for index, cells in body:
+        if holds_a_year_alone(cells):  # "2016" over the rows of 2016
+            headers = _dated_by_stub([cells[0], *undated[1:]])
+            wrapped = ""
+            continue
+        named = next((c for c in cells if c and not _NUMERIC.match(c)), "")
+        label = _NOTE_MARK.sub("", named) or named
+        if not label:
+            wrapped = ""
+            continue
+        start = cells.index(named) + 1
+        values = [c for c in range(start, len(cells)) if any(ch.isdigit() for ch in cells[c])]
+        shown = f"{wrapped} {label}" if wrapped and label[0].islower() else label
+        for col in values:
+            own = column_units[col]
+            unit = unit_for_row(shown, cells[col], table_unit if own is None else own)
+            out.append(TableCellText(index, col, shown, headers[col], cells[col], unit, own == ""))
+        wrapped = label if not values else ""
+    return out
+
+
+def _units(
+    other: list[str], header_rows: list[list[str]], headers: list[str]
+) -> tuple[str, list[str | None]]:
+    """The table's unit (its lines that are no rows, a header row that only states a unit, the
+    stub header over the labels) and each column's own: its header's, "" where the header names
+    its own measure ("% of total"), None where it states none and the table's holds."""
+    stub_unit = stated_unit(headers[0]) if headers else ""
+    unit_rows = [
+        " ".join(c for c in row if c)
+        for row in header_rows
+        if any(row) and all(is_unit_statement(c) for c in row if c)
+    ]
+    table_unit = stated_unit("\n".join(other)) or stated_unit("\n".join(unit_rows)) or stub_unit
+    stated_alone = {c for row in header_rows for c in row if c and is_unit_statement(c)}
+    columns: list[str | None] = [None]
+    for header in headers[1:]:
+        own = ", ".join(p for p in header.split(", ") if p not in stated_alone)
+        columns.append(stated_unit(own) or ("" if names_own_measure(own) else None))
+    return table_unit, columns
+
+
+def year_row_above(chunk: Chunk, line: int) -> int | None:
+    """The chunk line of the row holding only a year ("2016") that dates table row `line`: the
+    nearest above it in its table, if any."""
+    for index in range(line - 1, -1, -1):
+        text = chunk.text[chunk.lines[index].start : chunk.lines[index].end]
+        if not is_table_row(text):
+            return None
+        if is_year_row(text):
+            return index
+    return None
+
+
+def periods(text: str) -> set[str]:
+    """The years a text names: `2023`, `FY2023`, `FY 23` and `fiscal 2023` all give 2023."""
+    found = {m.group(1) for m in _YEAR.finditer(text)}
+    found |= {f"20{m.group(1)}" for m in _SHORT_FY.finditer(text)}
+    return found

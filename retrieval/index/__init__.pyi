@@ -1,0 +1,15 @@
+from .edge_store import EdgeStore as EdgeStore
+from .embed_service import EmbedServiceOptions as EmbedServiceOptions
+from .embed_service import HttpEmbedder as HttpEmbedder
+from .embedder import Embedder as Embedder
+from .embedder import EmbedderError as EmbedderError
+from .embedder import SentenceTransformerEmbedder as SentenceTransformerEmbedder
+from .index_meta import IndexModel as IndexModel
+from .index_meta import QdrantCluster as QdrantCluster
+from .index_meta import WriteOrder as WriteOrder
+from .index_meta import check_edge_model as check_edge_model
+from .index_meta import precheck_edge_model as precheck_edge_model
+from .onnx_embedder import OnnxEmbedder as OnnxEmbedder
+from .qdrant_store import QdrantServerStore as QdrantServerStore
+from .store import StoreError as StoreError
+from .store import VectorStore as VectorStore

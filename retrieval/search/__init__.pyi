@@ -1,0 +1,14 @@
+from .card_map import CardMap as CardMap
+from .card_map import CardPoller as CardPoller
+from .card_map import DocumentCatalog as DocumentCatalog
+from .doc_names import Named as Named
+from .doc_names import NamedDocuments as NamedDocuments
+from .doc_names import name_words as name_words
+from .page_refs import caption_label as caption_label
+from .rerank import HttpReranker as HttpReranker
+from .rerank import RerankOptions as RerankOptions
+from .rerank import build_reranker as build_reranker
+from .search import InvalidQueryError as InvalidQueryError
+from .search import Ranked as Ranked
+from .search import search_filter as search_filter
+from .search import to_hit as to_hit

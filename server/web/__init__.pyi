@@ -1,0 +1,1 @@
+from .web import router as router
