@@ -22,7 +22,7 @@ def _product_exceptions() -> list[type[BaseException]]:
     found = []
     for name in PACKAGES:
         package = importlib.import_module(name)
-        for info in pkgutil.iter_modules(package.__path__, f"{name}."):
+        for info in pkgutil.walk_packages(package.__path__, f"{name}."):
             if info.name.endswith("__main__"):
                 continue
             module = importlib.import_module(info.name)
