@@ -35,6 +35,8 @@ _SHAPING_SOURCES = (
     "ingest/pipeline/chunk_tables.py",
     "ingest/pipeline/chunk_joins.py",
     "ingest/cards/cards.py",
+    "ingest/cards/card_reading.py",
+    "ingest/cards/card_organisation.py",
     "ingest/cards/card_period.py",
     "ingest/cards/card_contents.py",
     "retrieval/index/sparse.py",

@@ -5,7 +5,8 @@ one-page scan is no slide deck. Synthetic documents built here."""
 
 from __future__ import annotations
 
-from ingest.cards.cards import _TEXT_LAYER, document_card
+from ingest.cards.card_reading import _TEXT_LAYER
+from ingest.cards.cards import document_card
 from ocr_engine.engines.pymupdf_engine import ENGINE_NAME
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.doc_card import DocKind
