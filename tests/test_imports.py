@@ -129,3 +129,26 @@ def test_stage_folders_import_nothing_heavy() -> None:
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def test_modules_and_functions_stay_small() -> None:
+    """No product module over 400 lines; a function over 60 lines says why in a comment above
+    it (or above its decorators)."""
+    wrong = []
+    for path in _product_files():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        where = path.relative_to(REPO_ROOT)
+        if len(lines) > MAX_MODULE_LINES:
+            wrong.append(f"{where}: {len(lines)} lines")
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if length > MAX_FUNCTION_LINES and not lines[first - 2].lstrip().startswith("#"):
+                wrong.append(f"{where}:{node.lineno} {node.name}: {length} lines, no reason given")
+    assert wrong == []

@@ -53,6 +53,43 @@ def extractive_answer(
         if options.cells
         else [1.0] * len(sentences)
     )
+    chosen, support = _choose(
+        question, top, ranks, sentences, meet, embedder, options, max_sentences
+    )
+    met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
+    lead = None
+    if support is not None and options.dense_pool >= 1 and not (chosen and id(chosen[0]) in met):
+        lead, support = _heading_lead(question, top, options, embedder, support)
+    if support is not None and support < options.min_support:
+        return Answer(None, [], support)
+    if not chosen:  # no lexical support at all: the best hit's opening sentence
+        chosen = sentences[:1]
+    if lead is not None:
+        chosen = [lead, *chosen][:max_sentences]
+    if (
+        chosen[0].cell is not None and id(chosen[0]) in met
+    ):  # the cell asked for, not its row's others
+        chosen = [s for s in chosen if s.cell is None or id(s) in met]
+    if options.lookups.unit_of is not None:
+        chosen = [_with_unit(s, top, options.lookups.unit_of) for s in chosen]
+    citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
+    spoken = [_said(s, c) for s, c in zip(chosen, citations, strict=True)]
+    text = " ".join(f"{words} [{n}]" for n, words in enumerate(spoken, 1))
+    return Answer(text, citations, support)
+
+
+def _choose(
+    question: str,
+    top: list[ScoredChunk],
+    ranks: Sequence[int],
+    sentences: list[_Sentence],
+    meet: list[float],
+    embedder: Embedder | None,
+    options: AnswerOptions,
+    max_sentences: int,
+) -> tuple[list[_Sentence], float | None]:
+    """The sentences chosen, best first, and how well the best of them supports an answer (None
+    without an embedder): ranked by terms, then by the embedder, then by the judge, as there are."""
     ranked = _rank(question, top, sentences, options.scope.name_terms)
     scores = [v * m for v, m in zip(ranked, meet, strict=True)]
     support: float | None = None
@@ -75,26 +112,7 @@ def extractive_answer(
             logger.warning("the answer judge failed, candidates unjudged: %s: %s", exc.code, exc)
         else:
             chosen = _select(sentences, by_judge, max_sentences, keep=JUDGE_KEEP)
-    met = {id(s) for s, m in zip(sentences, meet, strict=True) if m > 1.0}
-    lead = None
-    if support is not None and options.dense_pool >= 1 and not (chosen and id(chosen[0]) in met):
-        lead, support = _heading_lead(question, top, options, embedder, support)
-    if support is not None and support < options.min_support:
-        return Answer(None, [], support)
-    if not chosen:  # no lexical support at all: the best hit's opening sentence
-        chosen = sentences[:1]
-    if lead is not None:
-        chosen = [lead, *chosen][:max_sentences]
-    if (
-        chosen[0].cell is not None and id(chosen[0]) in met
-    ):  # the cell asked for, not its row's others
-        chosen = [s for s in chosen if s.cell is None or id(s) in met]
-    if options.lookups.unit_of is not None:
-        chosen = [_with_unit(s, top, options.lookups.unit_of) for s in chosen]
-    citations = [_cite_sentence(n, s, top, options) for n, s in enumerate(chosen, 1)]
-    spoken = [_said(s, c) for s, c in zip(chosen, citations, strict=True)]
-    text = " ".join(f"{words} [{n}]" for n, words in enumerate(spoken, 1))
-    return Answer(text, citations, support)
+    return chosen, support
 
 
 def _heading_lead(

@@ -54,6 +54,8 @@ _MONTHS = frozenset(
 )
 
 
+# 71 lines, 18 of them the docstring that states the rule; the closures share the question's
+# measure, its years and the terms' IDF over the candidates
 def _meet(
     question: str,
     sentences: list[_Sentence],

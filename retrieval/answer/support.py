@@ -161,6 +161,32 @@ def _sources(
     return sources, texts
 
 
+def _support(
+    claim: str, source: _Source, cosines: np.ndarray, t: SupportThresholds
+) -> tuple[Support, int]:
+    """How well `source` supports `claim`, given the cosines of the claim to its sentences, and
+    the sentence to highlight."""
+    words, numbers = _terms(claim)
+    lexical = len(words & source.terms) / len(words) if words else 1.0
+    missing = sorted(numbers - source.numbers)
+    best = int(np.argmax(cosines))
+    # the closest sentence for the highlight: cosine, and the claim terms it holds
+    closeness = [
+        float(cosines[i]) + (len(words & st) / len(words) if words else 0.0)
+        for i, st in enumerate(source.span_terms)
+    ]
+    where = int(np.argmax(closeness))
+    cosine = float(cosines[best])
+    support = Support(
+        verdict=_verdict(lexical, cosine, missing, t),
+        lexical=round(lexical, 4),
+        embedding=round(cosine, 4),
+        numbers_missing=missing,
+        claim=claim,
+    )
+    return support, where
+
+
 def check_answer(
     answer: str,
     hits: Sequence[ScoredChunk],
@@ -183,7 +209,6 @@ def check_answer(
     checks: list[ClaimCheck] = []
     evidence: dict[int, list[tuple[tuple[int, int], Support]]] = {}
     for index, sentence in enumerate(sentences):
-        words, numbers = _terms(sentence.claim)
         for n in dict.fromkeys(sentence.markers):
             if n not in sources:
                 checks.append(
@@ -198,27 +223,9 @@ def check_answer(
                 )
                 continue
             source = sources[n]
-            lexical = len(words & source.terms) / len(words) if words else 1.0
-            missing = sorted(numbers - source.numbers)
             rows = source_vectors[source.first_row : source.first_row + len(source.spans)]
-            cosines = rows @ claim_vectors[index]
-            best = int(np.argmax(cosines))
-            # the closest sentence for the highlight: cosine, and the claim terms it holds
-            closeness = [
-                float(cosines[i]) + (len(words & st) / len(words) if words else 0.0)
-                for i, st in enumerate(source.span_terms)
-            ]
-            where = int(np.argmax(closeness))
-            cosine = float(cosines[best])
-            verdict = _verdict(lexical, cosine, missing, t)
-            support = Support(
-                verdict=verdict,
-                lexical=round(lexical, 4),
-                embedding=round(cosine, 4),
-                numbers_missing=missing,
-                claim=sentence.claim,
-            )
-            kept = verdict in ("supported", "weak")
+            support, where = _support(sentence.claim, source, rows @ claim_vectors[index], t)
+            kept = support.verdict in ("supported", "weak")
             checks.append(ClaimCheck(**support.model_dump(), n=n, sentence=index, kept=kept))
             if kept:
                 evidence.setdefault(n, []).append((source.spans[where], support))

@@ -4,8 +4,8 @@ MCP endpoint, and the lifespan that runs the ingest worker and the folder watche
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
@@ -40,6 +40,41 @@ def _held(totals: dict[DocStatus, int]) -> str:
     return f"{count} document{'s' if count != 1 else ''}" + (f" ({by_status})" if by_status else "")
 
 
+@contextmanager
+def _background_work(app: FastAPI, services: Services, *, watch: bool) -> Iterator[None]:
+    """The ingest worker, the sentence filler (when configured) and the folder watcher (with
+    `watch` and a folder), running while the app serves."""
+    settings = services.settings
+    worker = IngestWorker(services.sync)
+    app.state.worker = worker
+    worker.start()
+    fill = app.state.sentence_fill = sentence_fill(services)
+    unfill = services.events.subscribe(
+        lambda e: fill.wake(e.doc_id) if fill is not None and e.kind in _INDEX_CHANGES else None
+    )
+    if fill is not None:
+        fill.start()
+    watcher = None
+    if watch and settings.watch_dir is not None:
+        watcher = FolderWatcher(
+            settings.watch_dir,
+            services.sync,
+            wake=worker.wake,
+            settle=settings.watch_settle_seconds,
+        )
+        watcher.start()
+        log.info("watching %s", settings.watch_dir)
+    try:
+        yield
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        unfill()
+        if fill is not None:
+            fill.stop()
+        worker.stop()
+
+
 def create_app(services: Services, *, watch: bool = True) -> FastAPI:
     """The app over ready-made services; with `watch`, the configured folder is watched."""
     settings = services.settings
@@ -50,35 +85,11 @@ def create_app(services: Services, *, watch: bool = True) -> FastAPI:
         services.sync.recover()
         log.info("the ledger holds %s", _held(services.ledger.status_totals()))
         unwatch = metrics.watch(services.events)
-        worker = IngestWorker(services.sync)
-        app.state.worker = worker
-        worker.start()
-        fill = app.state.sentence_fill = sentence_fill(services)
-        unfill = services.events.subscribe(
-            lambda e: fill.wake(e.doc_id) if fill is not None and e.kind in _INDEX_CHANGES else None
-        )
-        if fill is not None:
-            fill.start()
-        watcher = None
-        if watch and settings.watch_dir is not None:
-            watcher = FolderWatcher(
-                settings.watch_dir,
-                services.sync,
-                wake=worker.wake,
-                settle=settings.watch_settle_seconds,
-            )
-            watcher.start()
-            log.info("watching %s", settings.watch_dir)
         try:
-            async with mcp.session_manager.run():
-                yield
+            with _background_work(app, services, watch=watch):
+                async with mcp.session_manager.run():
+                    yield
         finally:
-            if watcher is not None:
-                watcher.stop()
-            unfill()
-            if fill is not None:
-                fill.stop()
-            worker.stop()
             unwatch()
 
     app = FastAPIOffline(  # /docs and /redoc with their scripts served from a package, no CDN
