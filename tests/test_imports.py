@@ -152,3 +152,23 @@ def test_modules_and_functions_stay_small() -> None:
             if length > MAX_FUNCTION_LINES and not lines[first - 2].lstrip().startswith("#"):
                 wrong.append(f"{where}:{node.lineno} {node.name}: {length} lines, no reason given")
     assert wrong == []
+
+
+def _drawn(text: str) -> dict[str, list[str]]:
+    """The folder tree a doc draws: each package line, then its indented stage folders."""
+    tree: dict[str, list[str]] = {}
+    package = None
+    for line in text.splitlines():
+        if (top := line.split("/")[0]) in ORDER and line.startswith(f"{top}/ "):
+            package = top
+            tree[package] = []
+        elif package is not None and line.startswith("  ") and line.strip().split("/")[0]:
+            tree[package].append(line.strip().split("/")[0])
+        elif not line.startswith("  "):
+            package = None
+    return tree
+
+
+def test_readme_and_architecture_draw_the_folders_as_they_are() -> None:
+    for doc in ("README.md", "docs/architecture.md"):
+        assert _drawn((REPO_ROOT / doc).read_text(encoding="utf-8")) == ORDER, doc
