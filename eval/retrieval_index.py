@@ -40,6 +40,7 @@ _SHAPING_SOURCES = (
     "ingest/cards/card_period.py",
     "ingest/cards/card_contents.py",
     "retrieval/index/sparse.py",
+    "retrieval/text_terms.py",  # the CJK spacing the lexical terms drop
     "ocr_engine/engines/extract.py",
     "ocr_engine/layout/furniture.py",
 )

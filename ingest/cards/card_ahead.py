@@ -3,7 +3,7 @@ give them.
 
 Ingest marks a page's running headers and footers only once it has read the `RADIUS` (32) pages
 after it (`ocr_engine.layout.furniture`), so the card of the marked pages, the one that labels the
-chunks (`ingest.pipeline.pipeline`), is complete only when page 44 is read, or at the end of a
+chunks (`ingest.pipeline.feeding`), is complete only when page 44 is read, or at the end of a
 shorter document: on a 50-page scan, minutes after its first 12 pages are read. The card ahead is
 read from copies of the first pages, their furniture marked among themselves (as `folio extract` of
 those pages alone marks it), once they are all read. Ingest writes it as the document's card point
