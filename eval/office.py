@@ -4,8 +4,10 @@ Per format: text conserved (letters and digits of the ground truth's texts and c
 folio's JSON, as a multiset), headings and list items found with the right type (by their
 letters and digits), tables found (a folio table holding at least half of a ground-truth
 table's cell texts) and their cells found, web links found (a ground-truth text's http, https,
-mailto or ftp link among folio's block links, by URL), conversion seconds per rendered page, and
-the converter's peak memory per conversion (its process tree's summed RSS, as the pool reads it).
+mailto or ftp link among folio's block links, by URL), paragraphs whole (a ground-truth
+paragraph of two words or more whose letters and digits one block's hold), conversion seconds
+per rendered page, and the converter's peak memory per conversion (its process tree's summed
+RSS, as the pool reads it).
 `python -m eval office [--split tune|check|all] [--data ../shared/data] [--limit N]
 [--formats docx pptx ...]`: files of the split (`eval/splits.json`, `office`); rules come from
 `tune` files only. A whole split's run (every format, no --limit) records its figures in
@@ -35,6 +37,7 @@ from ocr_engine.schema import BlockType, Document
 
 FORMATS = OFFICE_FORMATS
 _HEADINGS = ("title", "section_header")
+_PARAGRAPHS = ("text", "paragraph")
 _SCHEMES = ("http://", "https://", "mailto:", "ftp://")
 
 
@@ -77,6 +80,12 @@ def _score(document: Document, truth: dict[str, Any]) -> dict[str, float]:
         if str(t.get("hyperlink") or "").lower().startswith(_SCHEMES) and norm(t.get("text", ""))
     )
     got_links = Counter(k.url for b in blocks for k in b.links)
+    texts_of = [norm(b.text) for b in blocks if b.type is not BlockType.table]
+    paragraphs = [
+        norm(t["text"])
+        for t in truth["texts"]
+        if t["label"] in _PARAGRAPHS and len(t.get("text", "").split()) > 1 and norm(t["text"])
+    ]
     return {
         "chars": total,
         "chars_found": sum(min(n, got[c]) for c, n in want.items()),
@@ -90,6 +99,8 @@ def _score(document: Document, truth: dict[str, Any]) -> dict[str, float]:
         "cells_found": cells_found,
         "links": sum(links.values()),
         "links_found": sum(min(n, got_links[u]) for u, n in links.items()),
+        "paragraphs": len(paragraphs),
+        "paragraphs_found": sum(any(p in t for t in texts_of) for p in paragraphs),
     }
 
 
@@ -161,6 +172,7 @@ _FIGURES = (
     ("tables found (half their cells in one table)", "tables"),
     ("table cells found", "cells"),
     ("web links found (by URL)", "links"),
+    ("paragraphs whole in one block (two words or more)", "paragraphs"),
 )
 
 
@@ -212,9 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"split: {args.split}")
     print(
         "| format | files | text conserved | headings | list items | tables | cells | links "
-        "| s/page | peak MiB median/max |"
+        "| paragraphs whole | s/page | peak MiB median/max |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows: list[BenchRow] = []
     notes: list[str] = []
     for fmt in args.formats:
@@ -232,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{_share(sums['items_found'], sums['items'])} | "
             f"{_share(sums['tables_found'], sums['tables'])} | "
             f"{_share(sums['cells_found'], sums['cells'])} | "
-            f"{_share(sums['links_found'], sums['links'])} | {per_page} | "
+            f"{_share(sums['links_found'], sums['links'])} | "
+            f"{_share(sums['paragraphs_found'], sums['paragraphs'])} | {per_page} | "
             f"{_memory(got.peaks)} |",
             flush=True,
         )

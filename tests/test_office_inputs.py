@@ -302,3 +302,38 @@ def test_legacy_doc_and_xls_saved_with_a_password_are_detected_and_opened(
             render_pdf(data, name, password="brine-8")
         document = extract_document(data, source=name, password="brine-7", options=options)
         assert evidence in " ".join(b.text for p in document.pages for b in p.blocks)
+
+
+def _wrapped_deck() -> bytes:
+    import pptx
+    from pptx.enum.text import PP_ALIGN
+    from pptx.util import Inches, Pt
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])  # blank: the shape's text alone
+    box = slide.shapes.add_textbox(Inches(3), Inches(2), Inches(2.2), Inches(1.5))
+    box.text_frame.word_wrap = True
+    paragraph = box.text_frame.paragraphs[0]
+    paragraph.text = "The harbour light is lit at dusk by the keeper on duty."
+    paragraph.alignment = PP_ALIGN.CENTER
+    paragraph.runs[0].font.size = Pt(24)
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+@needs_soffice
+def test_a_paragraph_the_source_states_whole_is_one_block_however_it_wraps() -> None:
+    """A shape's centred paragraph wraps over several lines of the rendering, which the layout
+    reads as blocks of their own; the source says it is one paragraph, so it is one block."""
+    from ocr_engine.engines.extract import extract_document
+    from ocr_engine.options import ExtractOptions
+
+    deck = extract_document(
+        _wrapped_deck(), source="harbour.pptx", options=ExtractOptions(ocr=OcrMode.never)
+    )
+    [page] = deck.pages
+    said = "The harbour light is lit at dusk by the keeper on duty."
+    [block] = [b for b in page.blocks if "harbour" in b.text]
+    assert block.type is BlockType.text and " ".join(block.text.split()) == said
+    assert len(block.lines) >= 2, "the paragraph wraps over lines of the rendering"

@@ -39,9 +39,9 @@ MAX_COLS = 64
 
 
 class Item(BaseModel):
-    """A heading (with its level) or a list item, by its text."""
+    """A heading (with its level), a list item or a paragraph of two words or more, by its text."""
 
-    type: Literal["title", "section_header", "list_item"]
+    type: Literal["title", "section_header", "list_item", "text"]
     text: str
     level: int | None = None
 
@@ -133,6 +133,8 @@ def _docx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
             items.append(Item(type="section_header", text=text, level=int(digits or 1)))
         elif _listed(paragraph, style):
             items.append(Item(type="list_item", text=text))
+        elif len(text.split()) > 1:
+            items.append(Item(type="text", text=text))
     tables = []
     for table in document.tables:
         rows: list[list[str]] = []
@@ -194,6 +196,8 @@ def _pptx(data: bytes) -> tuple[list[Item], list[SourceTable]]:
                         items.append(Item(type="title", text=text, level=1))
                     elif marks or (body and paragraph.level > 0):
                         items.append(Item(type="list_item", text=text))
+                    elif len(text.split()) > 1:
+                        items.append(Item(type="text", text=text))
             if getattr(shape, "has_table", False):
                 rows = [
                     ["" if cell.is_spanned else cell.text for cell in row.cells]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import pymupdf
@@ -34,6 +35,7 @@ _MARK = re.compile(
 _AUTHORITATIVE = {"docx", "pptx", "html", "md"}
 _HEADINGS = (BlockType.title, BlockType.section_header)
 _KEEP = (BlockType.page_header, BlockType.page_footer, BlockType.figure)
+_JOINABLE = (BlockType.text, *_HEADINGS)
 _MIN_CELLS = 3
 _SPLIT_ROWS = 500  # tables up to this many rows have lines joined across cells cut apart
 _PURITY = 0.7  # at least this share of the lines inside a matched table's box are its cells
@@ -58,10 +60,12 @@ def structure_of(pdf: pymupdf.Document) -> Structure | None:
 def _typed(page: Page, structure: Structure) -> Page:
     items: dict[str, Item] = {}
     for said in structure.items:
-        items.setdefault(norm(said.text), said)
+        if said.type != "text":
+            items.setdefault(norm(said.text), said)
+    paragraphs = sorted({norm(said.text) for said in structure.items if said.type == "text"})
     authoritative = (structure.read_as or structure.kind) in _AUTHORITATIVE
     blocks = []
-    for block in page.blocks:
+    for block in _joined(page.blocks, paragraphs):
         if block.type in (*_KEEP, BlockType.table):
             blocks.append(block)
             continue
@@ -79,6 +83,42 @@ def _typed(page: Page, structure: Structure) -> Page:
         else:
             blocks.append(block)
     return page.model_copy(update={"blocks": blocks})
+
+
+def _joined(blocks: list[Block], paragraphs: list[str]) -> list[Block]:
+    """The blocks, those that in a row make up one paragraph of the source (`paragraphs`: their
+    `norm`s, sorted) joined into one text block: a rendering wraps a paragraph over lines that
+    the layout may read as blocks of their own (a shape's centred text, "A rectangle shape with
+    this text" over "inside.")."""
+    whole = frozenset(paragraphs)
+    out: list[Block] = []
+    i = 0
+    while i < len(blocks):
+        key, end = norm(blocks[i].text), i
+        if blocks[i].type in _JOINABLE and key not in whole and _begins(paragraphs, key):
+            for j in range(i + 1, len(blocks)):
+                key += norm(blocks[j].text)
+                if blocks[j].type not in _JOINABLE or not _begins(paragraphs, key):
+                    break
+                if key in whole:
+                    end = j
+                    break
+        parts = blocks[i : end + 1]
+        if len(parts) > 1:
+            lines = [line for part in parts for line in part.lines]
+            text = "\n".join(part.text for part in parts)
+            update = {"type": BlockType.text, "level": None, "text": text, "lines": lines}
+            out.append(parts[0].model_copy(update={**update, "bbox": union(p.bbox for p in parts)}))
+        else:
+            out.append(blocks[i])
+        i = end + 1
+    return out
+
+
+def _begins(paragraphs: list[str], key: str) -> bool:
+    """Whether a paragraph's `norm` starts with `key` (`paragraphs` sorted)."""
+    at = bisect_left(paragraphs, key)
+    return bool(key) and at < len(paragraphs) and paragraphs[at].startswith(key)
 
 
 def _split_list(block: Block, items: dict[str, Item]) -> list[Block]:
