@@ -16,6 +16,7 @@ import logging
 import re
 from bisect import bisect_left
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import pymupdf
 
@@ -57,15 +58,31 @@ def structure_of(pdf: pymupdf.Document) -> Structure | None:
         return None
 
 
-def _typed(page: Page, structure: Structure) -> Page:
+class _Said(NamedTuple):
+    """What the source says of its texts, read once for all its pages: its headings and list
+    items by their `norm`, its paragraphs' `norm`s (sorted, and as a set), and whether its
+    headings are the only ones (`_AUTHORITATIVE`)."""
+
+    items: dict[str, Item]
+    paragraphs: list[str]
+    whole: frozenset[str]
+    authoritative: bool
+
+
+def _said(structure: Structure) -> _Said:
     items: dict[str, Item] = {}
     for said in structure.items:
         if said.type != "text":
             items.setdefault(norm(said.text), said)
     paragraphs = sorted({norm(said.text) for said in structure.items if said.type == "text"})
     authoritative = (structure.read_as or structure.kind) in _AUTHORITATIVE
+    return _Said(items, paragraphs, frozenset(paragraphs), authoritative)
+
+
+def _typed(page: Page, said: _Said) -> Page:
+    items, authoritative = said.items, said.authoritative
     blocks = []
-    for block in _joined(page.blocks, paragraphs):
+    for block in _joined(page.blocks, said):
         if block.type in (*_KEEP, BlockType.table):
             blocks.append(block)
             continue
@@ -85,12 +102,11 @@ def _typed(page: Page, structure: Structure) -> Page:
     return page.model_copy(update={"blocks": blocks})
 
 
-def _joined(blocks: list[Block], paragraphs: list[str]) -> list[Block]:
-    """The blocks, those that in a row make up one paragraph of the source (`paragraphs`: their
-    `norm`s, sorted) joined into one text block: a rendering wraps a paragraph over lines that
-    the layout may read as blocks of their own (a shape's centred text, "A rectangle shape with
-    this text" over "inside.")."""
-    whole = frozenset(paragraphs)
+def _joined(blocks: list[Block], said: _Said) -> list[Block]:
+    """The blocks, those that in a row make up one paragraph of the source joined into one text
+    block: a rendering wraps a paragraph over lines that the layout may read as blocks of their
+    own (a shape's centred text, "A rectangle shape with this text" over "inside.")."""
+    paragraphs, whole = said.paragraphs, said.whole
     out: list[Block] = []
     i = 0
     while i < len(blocks):
@@ -375,9 +391,10 @@ def shape_pages(pdf: pymupdf.Document, pages: list[Page]) -> list[Page]:
     structure = structure_of(pdf)
     if structure is None:
         return pages
+    said = _said(structure)
     out = []
     for page in pages:
-        tabled = _tabled(_typed(page, structure), _page_tables(structure, page.number))
+        tabled = _tabled(_typed(page, said), _page_tables(structure, page.number))
         shaped = linked(tabled, structure.links)
         out.append(_renumbered(shaped) if shaped.blocks != page.blocks else page)
     return out
