@@ -95,6 +95,7 @@ class FolioIndex:
 def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str, figure_ocr: bool) -> str:
     sources = [_REPO / s for s in _SHAPING_SOURCES if (_REPO / s).exists()]
     from ocr_engine.engines.pymupdf_engine import TEXT_LAYER_VERSION
+    from ocr_engine.engines.reader import FIGURE_OCR_VERSION
     from ocr_engine.options import EXTRACTION_VERSION
     from retrieval.schema import Chunk
 
@@ -107,6 +108,7 @@ def _folio_key(corpus: str, ocr: str, max_tokens: int, model: str, figure_ocr: b
         "chunk": Chunk.model_json_schema(),
         "extraction": EXTRACTION_VERSION,  # what the engines give for a page (tables, layout)
         "text_layer": TEXT_LAYER_VERSION,
+        "figures": FIGURE_OCR_VERSION,  # how raster figures of text-layer pages are read
     }
     return f"{corpus}-{fingerprint(settings, sources)}"
 

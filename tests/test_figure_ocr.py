@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import pymupdf
 import pytest
 from PIL import Image, ImageDraw, ImageFont
@@ -21,6 +22,7 @@ from ocr_engine.engines.reader import PageReader
 from ocr_engine.engines.render import render_region
 from ocr_engine.errors import EngineOutputError
 from ocr_engine.geometry import Box
+from ocr_engine.layout.ocr_layout import OcrLine
 from ocr_engine.options import ExtractOptions, OcrMode
 from ocr_engine.schema import Block, BlockType, Document, EngineInfo, Line, Page
 from retrieval.schema import QueryRequest
@@ -185,13 +187,13 @@ def test_figure_ocr_is_off_when_asked_or_without_ocr() -> None:
 
 
 class _CountingOCR(RapidOCREngine):
-    """The CPU engine, counting the regions it reads."""
+    """The CPU engine, counting the images it reads by OCR (the figure regions)."""
 
     regions = 0
 
-    def read_region(self, page: pymupdf.Page, box: Box) -> list[Line]:
+    def read_image(self, image: np.ndarray) -> tuple[list[OcrLine], int]:
         self.regions += 1
-        return super().read_region(page, box)
+        return super().read_image(image)
 
 
 def test_a_read_figure_comes_from_the_cache_the_second_time() -> None:

@@ -23,11 +23,13 @@ from ocr_engine.schema import Block, EngineInfo, Line, Page, PageError, PageStat
 
 __all__ = [
     "TEXT_LAYER_ROUTE",
+    "FigureReader",
     "PageEngine",
     "PageWindow",
     "RegionReader",
     "engine_error",
     "failed_page",
+    "figure_with_lines",
     "read_each",
     "read_page",
 ]
@@ -81,6 +83,26 @@ class RegionReader(Protocol):
     def read_region(self, page: pymupdf.Page, box: Box) -> list[Line]:
         """The lines of text inside `box` of the displayed page."""
         ...
+
+
+@runtime_checkable
+class FigureReader(Protocol):
+    """A region reader that also reads a raster figure's structure: `read_figure` gives the
+    blocks the figure block of a text-layer page is once read (the figure with its lines; or a
+    `table` block with cells, after the figure with the lines outside the table when there are
+    any), and raises `ocr_engine.errors.EngineError` when it cannot read it."""
+
+    info: EngineInfo
+
+    def read_figure(self, page: pymupdf.Page, block: Block) -> list[Block]:
+        """The blocks the figure `block` of the displayed `page` is."""
+        ...
+
+
+def figure_with_lines(block: Block, lines: list[Line], info: EngineInfo) -> Block:
+    """The figure `block` holding the `lines` the engine `info` read inside it."""
+    text = "\n".join(line.text for line in lines)
+    return block.model_copy(update={"text": text, "lines": lines, "engine": info})
 
 
 def engine_error(code: str, exc: BaseException) -> PageError:

@@ -21,6 +21,7 @@ import numpy as np
 import pymupdf
 
 from ocr_engine.engines.engine import PageWindow, read_each, read_page
+from ocr_engine.engines.figure_tables import RegionRead, figure_blocks
 from ocr_engine.errors import EngineOutputError, EngineUnavailableError
 from ocr_engine.geometry import Box, capped_zoom, clamp, rounded, scale, to_points, translate, union
 from ocr_engine.layout.layout import LayoutBlock
@@ -29,10 +30,9 @@ from ocr_engine.layout.ocr_quads import Quad, axis_box, ink_span, split_quads
 from ocr_engine.layout.orientation import classify_orientation
 from ocr_engine.layout.scan_layout import ScanLayout, lay_out
 from ocr_engine.layout.scan_models import ScanModels
-from ocr_engine.layout.scan_tables import ScanTable
-from ocr_engine.layout.tables import assemble
+from ocr_engine.layout.scan_tables import ScanTable, table_block
 from ocr_engine.options import CpuOcrOptions
-from ocr_engine.schema import Block, BlockType, EngineInfo, Line, Page
+from ocr_engine.schema import Block, EngineInfo, Line, Page
 
 __all__ = ["RapidOCREngine", "RenderedArray", "reading_order", "render_array"]
 
@@ -163,6 +163,15 @@ class RapidOCREngine:
     def read_region(self, page: pymupdf.Page, box: Box) -> list[Line]:
         """The lines inside `box` (displayed-page points) of `page`, rendered alone at the
         engine's dpi capped to `REGION_MAX_PIXELS`, in reading order. Raises `EngineError`."""
+        return self._region(page, box).lines
+
+    def read_figure(self, page: pymupdf.Page, block: Block) -> list[Block]:
+        """The figure `block` of a text-layer page read as `read_region` reads it; a picture of a
+        table is a table with cells (`figure_tables`; not with `layout=False`)."""
+        read = self._region(page, block.bbox)
+        return figure_blocks(block, read, self.scan_models if self.layout else None, self.info)
+
+    def _region(self, page: pymupdf.Page, box: Box) -> RegionRead:
         x0, y0, x1, y1 = box
         zoom = capped_zoom(x1 - x0, y1 - y0, self.options.dpi, REGION_MAX_PIXELS)
         origin = page.rect
@@ -184,7 +193,7 @@ class RapidOCREngine:
             shown = to_points(unrotate_box(ln.box, turns, img_w, img_h), zoom)
             bbox = clamp(translate(shown, x0, y0), box)
             lines.append(Line(text=ln.text, bbox=rounded(bbox)))
-        return reading_order(lines)
+        return RegionRead(image, zoom, turns, reading_order(lines))
 
     def _load(self) -> _Models:
         """The three ONNX sessions, built once from the model files inside the rapidocr wheel."""
@@ -270,21 +279,7 @@ class RapidOCREngine:
         item: LayoutBlock, table: ScanTable | None, to_page: Any, page_no: int, index: int
     ) -> Block:
         if table is not None:
-            cells = [
-                cell.model_copy(update={"bbox": rounded(to_page(cell.bbox))})
-                for cell in table.cells
-                if cell.bbox is not None
-            ]
-            found = assemble(cells, table.n_rows, table.n_cols, rounded(to_page(table.bbox)))
-            return Block(
-                id=f"p{page_no}-b{index}",
-                type=BlockType.table,
-                bbox=found.bbox,
-                text=found.markdown,
-                lines=[Line(text=row.text, bbox=rounded(row.bbox)) for row in found.rows],
-                html=found.html,
-                cells=found.cells,
-            )
+            return table_block(table, to_page, f"p{page_no}-b{index}")
         lines = [Line(text=ln.text, bbox=rounded(to_page(ln.bbox))) for ln in item.lines]
         boxes = [ln.bbox for ln in lines] if item.box is None else [to_page(item.box)]
         box = rounded(union([*boxes, *(ln.bbox for ln in lines)]))

@@ -10,9 +10,10 @@ routing raised carries a `routing_failed` error and a route that says so.
 
 A page kept from the text layer then has the text inside its large raster figures read by the
 first OCR engine that reads regions (`RegionReader`; `ExtractOptions.figure_ocr`, never with
-`ocr=never`): each read figure block carries the lines and that engine, a region the engine fails
-on adds a `figure_ocr_failed` error and leaves the page ok; such pages have a cache key of their
-own (the text layer's and the region reader's).
+`ocr=never`): each read figure block carries the lines and that engine (a reader that reads a
+figure's structure, `FigureReader`, makes a picture of a table a `table` block with cells), a
+region the engine fails on adds a `figure_ocr_failed` error and leaves the page ok; such pages
+have a cache key of their own (the text layer's and the region reader's).
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import pymupdf
 
 from ocr_engine.engines.engine import (
     TEXT_LAYER_ROUTE,
+    FigureReader,
     PageEngine,
     PageWindow,
     RegionReader,
     engine_error,
+    figure_with_lines,
 )
 from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine, raster_regions
 from ocr_engine.engines.routing import ocr_reason
@@ -58,7 +61,7 @@ ROUTING_FAILED_ROUTE = f"{TEXT_LAYER_ROUTE} (routing failed)"
 FORCED = "OCR forced (--ocr always)"
 # Bump when the choice of figure regions or how they are read changes: it is part of the cache key
 # of pages whose figures were read (the text layer's key stays, so those pages are not read again).
-FIGURE_OCR_VERSION = "1"
+FIGURE_OCR_VERSION = "2"
 
 Router = Callable[[pymupdf.Page, Page], str | None]
 """Why a page needs OCR given its text-layer reading, or None to keep the text layer."""
@@ -225,24 +228,28 @@ class PageReader:
         regions = raster_regions(pdf_page, page, self.options.figure_regions)
         if not regions:
             return page
-        read: dict[str, Block] = {}
+        read: dict[str, list[Block]] = {}
         errors: list[PageError] = []
         for block in regions:
             for reader in readers:
                 try:
-                    lines = reader.read_region(pdf_page, block.bbox)
+                    if isinstance(reader, FigureReader):
+                        read[block.id] = reader.read_figure(pdf_page, block)
+                    else:
+                        lines = reader.read_region(pdf_page, block.bbox)
+                        read[block.id] = [figure_with_lines(block, lines, reader.info)]
                 except Exception as exc:  # a figure that cannot be read must not fail the page
                     log.warning("page %d, %s: figure OCR failed: %s", page.number, block.id, exc)
                     error = engine_error("figure_ocr_failed", exc)
                     message = f"{block.id} ({reader.info.name}): {error.message}"
                     errors.append(error.model_copy(update={"message": message}))
                     continue
-                text = "\n".join(line.text for line in lines)
-                read[block.id] = block.model_copy(
-                    update={"text": text, "lines": lines, "engine": reader.info}
-                )
                 break
-        blocks = [read.get(block.id, block) for block in page.blocks]
+        blocks = [b for block in page.blocks for b in read.get(block.id, [block])]
+        if len(blocks) != len(page.blocks):  # a figure that is a table beside its other words
+            blocks = [
+                b.model_copy(update={"id": f"p{page.number}-b{i}"}) for i, b in enumerate(blocks)
+            ]
         out = page.model_copy(update={"blocks": blocks, "errors": [*page.errors, *errors]})
         if not errors and self.cache is not None:
             self.cache.put(doc_id, key, out)

@@ -9,7 +9,8 @@ is cut into list items at bullet lines; a figure keeps the text read inside it, 
 heuristics of `ocr_layout` read it; a table region goes to the table-structure model
 (`scan_tables`). Lines outside every region are laid out by those heuristics. Blocks are ordered by
 the XY-cut on the regions' boxes (`reading_order`), so columns stay apart, also around a picture set
-between them. Everything is in the upright page's points.
+between them. Everything is in the upright page's points. A raster figure of a text-layer page,
+rendered alone, is a table when a table region covers most of it (`figure_table`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ocr_engine.layout.scan_tables import ScanTable, read_table
 from ocr_engine.layout.textlayer import TextLine
 from ocr_engine.schema import BlockType
 
-__all__ = ["REGION_TYPES", "Region", "ScanLayout", "detect_regions", "lay_out"]
+__all__ = ["REGION_TYPES", "Region", "ScanLayout", "detect_regions", "figure_table", "lay_out"]
 
 MIN_SCORE = 0.5  # the wheel's default confidence threshold
 INPUT_SIZE = (800, 608)  # (height, width) the model sees
@@ -35,6 +36,7 @@ HOLDS = 0.5  # a line belongs to a region holding at least this share of its box
 INSIDE = 0.8  # a text region this much inside a figure or table is part of it
 BIG_FIGURE = 0.35  # share of the page area above which a figure does not swallow text regions
 SAME = 0.7  # regions of different labels overlapping this much (IoU): the likelier one stays
+FIGURE_TABLE = 0.5  # a picture is a table when a table region covers this share of it
 
 REGION_TYPES: dict[str, BlockType] = {
     "text": BlockType.text,
@@ -238,3 +240,24 @@ def lay_out(
         if block.type not in _HOLDERS and block.lines:
             block.box = None  # a block of text is as wide as its lines
     return out
+
+
+def figure_table(
+    models: ScanModels, image: np.ndarray, zoom: float, lines: list[OcrLine]
+) -> tuple[ScanTable, list[OcrLine]] | None:
+    """The table that a picture (an upright raster figure rendered alone at `zoom`, its OCR
+    `lines` in points) mostly is, and the lines outside it; None when the layout model finds no
+    table over `FIGURE_TABLE` of the picture or the table model reads no grid in it. Raises
+    `EngineUnavailableError`."""
+    whole = image.shape[0] * image.shape[1] / zoom / zoom
+    tables = [
+        region
+        for region in detect_regions(models, image, zoom)
+        if region.type == BlockType.table and area(region.box) >= FIGURE_TABLE * whole
+    ]
+    if not tables:
+        return None
+    region = max(tables, key=lambda r: area(r.box))
+    (inside,), rest = _assign([ln for ln in lines if ln.text.strip()], [region])
+    table = read_table(models, image, zoom, region.box, inside) if inside else None
+    return (table, rest) if table is not None else None

@@ -11,16 +11,18 @@ upright page's points; the engine maps boxes to the displayed page.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from ocr_engine.geometry import Box, area, intersection, union
+from ocr_engine.geometry import Box, area, intersection, rounded, union
 from ocr_engine.layout.ocr_layout import OcrLine
 from ocr_engine.layout.scan_models import ScanModels
-from ocr_engine.schema import TableCell
+from ocr_engine.layout.tables import assemble
+from ocr_engine.schema import Block, BlockType, Line, TableCell
 
-__all__ = ["GridCell", "ScanTable", "grid_cells", "read_table", "split_words"]
+__all__ = ["GridCell", "ScanTable", "grid_cells", "read_table", "split_words", "table_block"]
 
 RESIZED = 488  # the long side SLANet-plus sees; its boxes come back on that square
 PAD = 4  # pixels of margin around the region's crop
@@ -175,3 +177,22 @@ def read_table(
     if n_rows < 2 or n_cols < 2 or sum(1 for c in cells if c.text) < 2:
         return None
     return ScanTable(cells, n_rows, n_cols, union([box, *(c.bbox for c in cells if c.bbox)]))
+
+
+def table_block(table: ScanTable, to_page: Callable[[Box], Box], block_id: str) -> Block:
+    """The `table` block of `table`, its boxes mapped by `to_page` to the displayed page."""
+    cells = [
+        cell.model_copy(update={"bbox": rounded(to_page(cell.bbox))})
+        for cell in table.cells
+        if cell.bbox is not None
+    ]
+    found = assemble(cells, table.n_rows, table.n_cols, rounded(to_page(table.bbox)))
+    return Block(
+        id=block_id,
+        type=BlockType.table,
+        bbox=found.bbox,
+        text=found.markdown,
+        lines=[Line(text=row.text, bbox=rounded(row.bbox)) for row in found.rows],
+        html=found.html,
+        cells=found.cells,
+    )
