@@ -1,5 +1,6 @@
 """A picture of a table inside a text-layer page read as a table: cells with the words OCR read
-inside them and boxes where the picture draws them, chunked as a table and cited cell by cell."""
+inside them and boxes where the picture draws them, chunked as a table and cited cell by cell;
+through a vLLM endpoint (the OCR simulator), the table the model reads in the picture."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import pymupdf
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from doubles.ocr_simulator import OcrSimulator
 from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
 from ocr_engine.engines.rapid_engine import RapidOCREngine
 from ocr_engine.engines.reader import PageReader
+from ocr_engine.engines.render import render_region
 from ocr_engine.geometry import Box, centre_inside
-from ocr_engine.options import ExtractOptions
+from ocr_engine.options import ExtractOptions, VLLMOptions
 from ocr_engine.schema import Block, BlockType, Page
 from retrieval.schema import QueryRequest
 from server.services import build_services
@@ -73,10 +76,10 @@ def _pdf(title: str = "") -> tuple[bytes, dict[str, Box]]:
     return doc.tobytes(), drawn
 
 
-def _read(data: bytes, **kwargs: object) -> Page:
+def _read(data: bytes, options: ExtractOptions | None = None, **kwargs: object) -> Page:
     with (
         pymupdf.open(stream=data, filetype="pdf") as pdf,
-        PageReader(ExtractOptions(), **kwargs) as reader,  # type: ignore[arg-type]
+        PageReader(options or ExtractOptions(), **kwargs) as reader,  # type: ignore[arg-type]
     ):
         return reader.read(pdf, data, "doc", [1])[0]
 
@@ -148,3 +151,29 @@ def test_a_question_is_answered_from_the_cell_and_cites_it(tmp_path: Path) -> No
     assert response.answer is not None and "2,610" in response.answer
     cited = response.citations[0]
     assert cited.page == 1 and centre_inside(drawn["2,610"], cited.bbox, 0)
+
+
+def test_a_table_the_vllm_engine_reads_in_the_picture_is_a_table_block() -> None:
+    data, _ = _pdf(TITLE)
+    served = VLLMOptions(urls=["http://127.0.0.1:1"])  # the defaults a picture is rendered at
+    dpi, max_pixels = served.dpi, served.max_pixels
+    with pymupdf.open(stream=data, filetype="pdf") as pdf:
+        picture = render_region(pdf[0], PICTURE, dpi=dpi, max_pixels=max_pixels)
+    rows = "".join("<tr>" + "".join(f"<td>{t}</td>" for t in row) + "</tr>" for row in ROWS)
+    output = (  # DeepSeek-OCR's grounding answer: boxes on a 0..999 grid over the picture
+        f"<|ref|>title<|/ref|><|det|>[[30, 30, 400, 90]]<|/det|>\n# {TITLE}\n"
+        f"<|ref|>table<|/ref|><|det|>[[15, 170, 970, 870]]<|/det|>\n<table>{rows}</table>\n"
+    )
+    with OcrSimulator() as sim:
+        sim.register_image(picture.png, output)
+        options = ExtractOptions.model_validate(
+            {"vllm": {"urls": [sim.url], "retries": 1}, "cpu": {"enabled": False}}
+        )
+        page = _read(data, options)
+    figure, table = _only(page, BlockType.figure), _only(page, BlockType.table)
+    assert [line.text for line in figure.lines] == [TITLE]
+    assert {(c.row, c.col): c.text for c in table.cells} == {
+        (r, c): text for r, row in enumerate(ROWS) for c, text in enumerate(row)
+    }
+    assert table.engine is not None and table.engine.name == "vllm" and not page.errors
+    assert centre_inside(table.bbox, PICTURE, 0)

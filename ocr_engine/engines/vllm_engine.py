@@ -32,6 +32,7 @@ import httpx
 import pymupdf
 
 from ocr_engine.engines.engine import PageWindow
+from ocr_engine.engines.figure_tables import figure_of_blocks, region_lines
 from ocr_engine.engines.mineru import render_crop
 from ocr_engine.engines.render import RenderedPage, render_region
 from ocr_engine.engines.render_pool import BodyBuilder, RenderPool, SourceDocument
@@ -221,6 +222,13 @@ class VLLMEngine:
         """The lines inside `box` (displayed-page points) of `page`, rendered alone at the
         engine's dpi under its pixel cap and read by the endpoint, in the model's order.
         Raises `EngineUnavailableError` (endpoint down, timeouts) or `EngineOutputError`."""
+        return region_lines(self._region_blocks(page, box))
+
+    def read_figure(self, page: pymupdf.Page, block: Block) -> list[Block]:
+        """The figure `block` read as `read_region` reads it, its tables kept (`figure_tables`)."""
+        return figure_of_blocks(block, self._region_blocks(page, block.bbox), self.info)
+
+    def _region_blocks(self, page: pymupdf.Page, box: Box) -> list[Block]:
         try:
             shown = render_region(
                 page, box, dpi=self.options.dpi, max_pixels=self.options.max_pixels
@@ -247,8 +255,7 @@ class VLLMEngine:
             unavailable = failure.code in ("endpoint_unavailable", "timeout", "http_error")
             error = EngineUnavailableError if unavailable else EngineOutputError
             raise error(f"{failure.code}: {failure.message}") from failure
-        lines = [ln for b in blocks for ln in (b.lines or [Line(text=b.text, bbox=b.bbox)])]
-        return [ln for ln in lines if any(c.isalnum() for c in ln.text)]
+        return blocks
 
     async def _region(
         self, body: bytes, number: int, frame: ImageFrame, crops: CropRenderer
