@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "conservation": "eval.conservation",
     "cpu_ocr": "eval.cpu_ocr",
     "extraction": "eval.extraction",
+    "figure_tables": "eval.figure_tables",
     "financebench": "eval.financebench",
     "ingest_speed": "eval.ingest_speed",
     "ocr_routing": "eval.ocr_routing",

@@ -11,7 +11,8 @@ CPU engine's layout models (a picture that is mostly a table read as a table, ``
 and without them (``RapidOCREngine(layout=False)``: the picture keeps the lines read inside it, as
 before). Tables and cells are compared with the ground truth as ``eval.scan_structure`` does
 (IoU >= 0.5; cell-level F1 of the normalised texts); the original pages' text layer is the
-reference. Prints only: the figures go to ``docs/notes-issue37-scans.md`` by hand.
+reference. Prints the table and records the tables found and the cell-level F1 (area Reading
+pages of docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -93,7 +94,36 @@ def run(data: Path, dpi: int, cache: Path | None) -> str:
                         routed += sent_to_ocr(read)
                     scores[name].add(items, read.blocks)
     ocr = (before.ocr_seconds + after.ocr_seconds, before.ocr_pages + after.ocr_pages)
+    _record(scores, pages, pictures, dpi)
     return report(scores, pages, pictures, routed, seconds, ocr, after, dpi)
+
+
+def _record(scores: dict[str, Score], pages: int, pictures: int, dpi: int) -> None:
+    from eval.bench_results import BenchRow, record
+
+    where = f"Docling tables pasted as {dpi}-dpi pictures ({pages} pages, {pictures} tables)"
+    text_layer, before, after = (scores[name] for name in scores)
+    found = f"{after.recall['table']}/{after.gt['table']}"
+    record(
+        "figure-tables",
+        "Reading pages",
+        f"python -m eval figure_tables --dpi {dpi}",
+        [
+            BenchRow(
+                set=where,
+                figure="tables found (IoU >= 0.5), the layout models on pictures",
+                value=found,
+                baseline=f"{before.recall['table']}/{before.gt['table']} without them (lines), "
+                f"{text_layer.recall['table']}/{text_layer.gt['table']} on the text layer",
+            ),
+            BenchRow(
+                set=where,
+                figure="table cells, F1 of texts",
+                value=after.cell_f1().split(" ")[0],
+                baseline=f"{text_layer.cell_f1().split(' ')[0]} on the text layer",
+            ),
+        ],
+    )
 
 
 def report(

@@ -24,7 +24,8 @@ AREAS: dict[str, str] = {
     "Query latency": "python -m eval query_latency [--min-chunks 50000 [--rerank-stub]]",
     "CLI beside a server": "python -m eval cli_latency",
     "Ingest speed": "python -m eval ingest_speed --corpus docling",
-    "Reading pages": "python -m eval ocr_parser; python -m eval scan_orientation",
+    "Reading pages": "python -m eval ocr_parser; python -m eval scan_orientation; "
+    "python -m eval figure_tables",
     "Office files": "python -m eval office --split check",
     "Scale-out": "python -m eval queue_scaling --files 2 --workers 1,2,4; "
     "python -m eval replica_cpu -n 27 -m 60",
@@ -34,6 +35,7 @@ BENCH: tuple[tuple[str, ...], ...] = (
     ("answers", "--split", "all"),
     ("ocr_parser",),
     ("scan_orientation",),
+    ("figure_tables",),
     ("ingest_speed", "--corpus", "docling"),
     ("office", "--split", "check"),
     ("queue_scaling", "--files", "2", "--workers", "1,2,4"),
