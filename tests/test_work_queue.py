@@ -157,6 +157,8 @@ def _stop_mid_unit(
     while time.monotonic() < deadline:
         for proc in workers:
             proc.send_signal(signal.SIGSTOP)
+        for proc in workers:  # a signal is delivered later: a running worker may still log
+            _wait_stopped(proc.pid)
         held = []
         for log in logs:
             started, read = _units(log, "started"), _units(log, "read")
@@ -174,6 +176,20 @@ def _stop_mid_unit(
             return holding[0], set(held[holding[0]])
         time.sleep(0.01)
     raise AssertionError(f"no worker was caught alone reading one of {sorted(pages)}")
+
+
+def _wait_stopped(pid: int, timeout_s: float = 10.0) -> None:
+    """Until the process `pid` is stopped (Linux /proc: state T), or it has ended."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("T", "t", "Z", "X"):
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"process {pid} did not stop within {timeout_s:g} s")
 
 
 def _children(pid: int) -> set[int]:
