@@ -116,6 +116,13 @@ class Page(_Model):
     errors: list[PageError] = Field(default_factory=list)
     blocks: list[Block] = Field(default_factory=list)
 
+    def renumbered(self) -> Page:
+        """The page with its blocks' ids given again in their order (`p{page}-b{index}`)."""
+        blocks = [
+            b.model_copy(update={"id": f"p{self.number}-b{i}"}) for i, b in enumerate(self.blocks)
+        ]
+        return self.model_copy(update={"blocks": blocks})
+
 
 class Document(_Model):
     schema_name: str = SCHEMA_NAME

@@ -246,11 +246,9 @@ class PageReader:
                     continue
                 break
         blocks = [b for block in page.blocks for b in read.get(block.id, [block])]
-        if len(blocks) != len(page.blocks):  # a figure that is a table beside its other words
-            blocks = [
-                b.model_copy(update={"id": f"p{page.number}-b{i}"}) for i, b in enumerate(blocks)
-            ]
         out = page.model_copy(update={"blocks": blocks, "errors": [*page.errors, *errors]})
+        if len(blocks) != len(page.blocks):  # a figure that is a table beside its other words
+            out = out.renumbered()
         if not errors and self.cache is not None:
             self.cache.put(doc_id, key, out)
         return out

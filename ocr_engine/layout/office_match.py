@@ -379,13 +379,6 @@ def _page_tables(structure: Structure, number: int) -> Sequence[SourceTable]:
     return [table.model_copy(update={"rows": rows, "spans": spans})]
 
 
-def _renumbered(page: Page) -> Page:
-    blocks = [
-        b.model_copy(update={"id": f"p{page.number}-b{i}"}) for i, b in enumerate(page.blocks)
-    ]
-    return page.model_copy(update={"blocks": blocks})
-
-
 def shape_pages(pdf: pymupdf.Document, pages: list[Page]) -> list[Page]:
     """`pages` of `pdf` with its source's structure, when `pdf` is a rendering; else as they are."""
     structure = structure_of(pdf)
@@ -396,5 +389,5 @@ def shape_pages(pdf: pymupdf.Document, pages: list[Page]) -> list[Page]:
     for page in pages:
         tabled = _tabled(_typed(page, said), _page_tables(structure, page.number))
         shaped = linked(tabled, structure.links)
-        out.append(_renumbered(shaped) if shaped.blocks != page.blocks else page)
+        out.append(shaped.renumbered() if shaped.blocks != page.blocks else page)
     return out
