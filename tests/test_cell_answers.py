@@ -237,15 +237,76 @@ def test_a_section_row_over_the_labels_heads_no_column() -> None:
     chunk = rows_chunk(
         [
             "| | July 29, 2023 | January 28, 2023 |",
-            "| Assets | | |",
-            "| Current assets | | |",
+            "| Liabilities | | |",
+            "| Current liabilities: | | |",
             "| Accounts payable | $ 5,471 | $ 5,687 |",
         ]
     )
     assert [c.text for c in table_cells(chunk)] == [
-        "Accounts payable, July 29, 2023: $ 5,471",
-        "Accounts payable, January 28, 2023: $ 5,687",
+        "Current liabilities, Accounts payable, July 29, 2023: $ 5,471",
+        "Current liabilities, Accounts payable, January 28, 2023: $ 5,687",
     ]
+
+
+SECTIONED = [
+    "| | Year Ended | |",
+    "| | 2024 | 2023 |",
+    "| Revenue: | | |",
+    "| Hardware | $ 410 | $ 380 |",
+    "| Subscriptions | 265 | 198 |",
+    "| Total revenue | 675 | 578 |",
+    "| Costs: | | |",
+    "| Hosting | 91 | 77 |",
+    "| Field support | 40 | 38 |",
+    "| Total costs | 131 | 115 |",
+    "| Interest income | 12 | 9 |",
+]
+
+
+def test_a_label_alone_heads_the_rows_below_it_down_to_the_row_that_totals_it() -> None:
+    """A row holding a label ending in a colon and no figure names a section of the rows under it
+    ("Revenue:" over "Subscriptions"), down to its total ("Total revenue"); a row after the total
+    is in none, nor are the rows under a figureless label without a colon (a wrapped label or a
+    title). A lower-case label after a figureless row goes on that row's label, not under it."""
+    labels = {c.label for c in table_cells(rows_chunk(SECTIONED))}
+    assert labels == {
+        "Revenue, Hardware",
+        "Revenue, Subscriptions",
+        "Total revenue",
+        "Costs, Hosting",
+        "Costs, Field support",
+        "Total costs",
+        "Interest income",
+    }
+    wrapped = rows_chunk(
+        [
+            "| | 2024 | 2023 |",
+            "| Revenue: | | |",
+            "| Proceeds from the sale of | | |",
+            "| equipment | 14 | 11 |",
+            "| Licences | 20 | 18 |",
+        ]
+    )
+    assert [c.label for c in table_cells(wrapped)][::2] == [
+        "Revenue, Proceeds from the sale of equipment",
+        "Revenue, Licences",
+    ]
+    untitled = rows_chunk(["| | 2024 | 2023 |", "| Segment results | | |", "| Retail | 7 | 6 |"])
+    assert {c.label for c in table_cells(untitled)} == {"Retail"}
+
+
+@pytest.mark.parametrize("embedded", [False, True])
+def test_a_row_named_by_its_section_and_its_own_label_answers(embedded: bool) -> None:
+    """Asked for subscriptions revenue, the answer is the Subscriptions row of the Revenue
+    section, not the Total revenue row, which holds more of the question's words on its own."""
+    hits = [ScoredChunk(chunk=rows_chunk(SECTIONED), score=0.9)]
+    answer = extractive_answer(
+        "What was the subscriptions revenue in 2024?",
+        hits,
+        embedder=_model() if embedded else None,
+    )
+    assert answer.text is not None
+    assert answer.text.startswith("Revenue, Subscriptions, Year Ended, 2024: 265 [1]")
 
 
 def test_headings_over_half_the_columns_each_span_theirs() -> None:

@@ -6,7 +6,9 @@ A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a 
 (`| --- |`) are its header (without one, the leading rows whose numbers are all dates or
 periods, at most four: a table whose first row is already figures has no header). A body row's
 first non-numeric cell is its label, without footnote marks (with the label of a figureless row
-before it, when it starts in lower case: a label wrapped onto the next line); each of its other
+before it, when it starts in lower case: a label wrapped onto the next line; after the label of a
+figureless row that ends in a colon, "Net sales:", the rows below it down to the one that totals
+it, whose label holds its words, are read as "Net sales, Services"); each of its other
 cells holding a digit is a candidate, with the header texts of its column (an empty cell of an
 upper header row takes the nearest header on its left, as a spanning header is written in its
 first column, unless the row heads half the columns or more, or the header stands right beside
@@ -30,6 +32,7 @@ from retrieval.answer.table_units import (
 )
 from retrieval.schema import Chunk
 from retrieval.table_rows import holds_a_year_alone, is_table_row, is_year_row, split_row
+from retrieval.text_terms import stems
 
 __all__ = [
     "TableCellText",
@@ -162,7 +165,8 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     body = rows[n_header + (separator is not None) :]
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
-    for index, cells in body:
+    section = before = ""  # the rows below a label alone belong to it; the section before it
+    for index, cells in [*_section_rows(rows[1:n_header]), *body]:
         if holds_a_year_alone(cells):  # "2016" over the rows of 2016
             headers = _dated_by_stub([cells[0], *undated[1:]])
             wrapped = ""
@@ -174,13 +178,37 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             continue
         start = cells.index(named) + 1
         values = [c for c in range(start, len(cells)) if any(ch.isdigit() for ch in cells[c])]
-        shown = f"{wrapped} {label}" if wrapped and label[0].islower() else label
+        going_on = bool(wrapped) and label[0].islower()
+        shown = f"{wrapped} {label}" if going_on else label
+        if going_on:
+            section = before
+        if not values:
+            before, section = section, _section_name(shown) if shown.endswith(":") else ""
+        elif section and set(stems(section)) <= set(stems(shown)):  # the row that totals it
+            section = ""
+        elif section:
+            shown = f"{section}, {shown}"
         for col in values:
             own = column_units[col]
             unit = unit_for_row(shown, cells[col], table_unit if own is None else own)
             out.append(TableCellText(index, col, shown, headers[col], cells[col], unit, own == ""))
         wrapped = label if not values else ""
     return out
+
+
+def _section_name(label: str) -> str:
+    """A row label that stands alone over rows, as their section ("Net sales:" is "Net sales")."""
+    return label.rstrip(" :")
+
+
+def _section_rows(header_rows: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
+    """The header rows below the first that hold a label over the rows and nothing else ("Net
+    sales:" under the dates): read as the body's figureless rows are, they may be its sections."""
+    return [
+        (index, cells)
+        for index, cells in header_rows
+        if cells and cells[0] and not any(cells[1:]) and not holds_a_year_alone(cells)
+    ]
 
 
 def _units(
