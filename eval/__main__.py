@@ -9,6 +9,7 @@ import sys
 COMMANDS: dict[str, str] = {
     "answers": "eval.answers",
     "answer_judge": "eval.answer_judge",
+    "answer_signals": "eval.answer_signals",
     "answer_support": "eval.answer_support",
     "generated_answers": "eval.generated_answers",
     "cards": "eval.cards",
