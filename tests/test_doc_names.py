@@ -307,3 +307,17 @@ def test_chosen_documents_do_not_answer_for_another_documents_company(tmp_path: 
     )
     assert told.answer is not None and "12%" in told.answer
     store.close()
+
+
+def test_an_organisation_written_as_a_web_domain_is_named_by_its_label() -> None:
+    """ "Rivermark.com, Inc." is called "Rivermark": a question about Rivermark's figures names its
+    filing (its card's run of words, "rivermarkcom", is never written in a question), so the
+    answer is not held back as being about an organisation no document is by."""
+    sources: dict[str, str | Named] = {
+        "r" * 64: Named("2022 Q3 RVMK.pdf", _card("Rivermark.com, Inc.", 2022, "rivermarkcom")),
+        "n" * 64: Named("doc_2.pdf", _card("Northwind Traders", 2022, "northwind")),
+    }
+    names = NamedDocuments(lambda: sources)
+    assert names.match("What were Rivermark's fulfillment costs in 2022?").doc_ids == ["r" * 64]
+    assert names.unknown_subjects("What were Rivermark's fulfillment costs in 2022?") == ()
+    assert names.unknown_subjects("What were Contoso's fulfillment costs in 2022?") == ("Contoso",)

@@ -2,7 +2,8 @@
 
 A document is named by what it is — its card's aliases (`retrieval/doc_card.py`: its
 organisation's words, alone, run together and as initials, and its title's, less the words its
-own text writes in lower case) — and by its file name's words (`3M_2018_10K.pdf`), one signal
+own text writes in lower case; an organisation written as a web domain, "Amazon.com, Inc.",
+also by the label before it) — and by its file name's words (`3M_2018_10K.pdf`), one signal
 among these. A question that writes one of them as a name — capitalised, in capitals, or mixing
 letters and digits, alone or run together ("Best Buy" for `bestbuy`, "MGM" for `mgmresorts`) — is
 about that document. Lower-case words never name one ("user", "report"), nor do stopwords, words
@@ -55,6 +56,18 @@ def name_words(source: str) -> frozenset[str]:
         w
         for w in _SPLIT.split(stem)
         if w and not w.isdigit() and w not in STOPWORDS and (len(w) >= 3 or _mixed(w))
+    )
+
+
+_DOMAIN = re.compile(r"(?<![\w.])([A-Za-z][A-Za-z0-9-]*)\.[a-z]{2,}\b")
+
+
+def domain_names(organisation: str) -> frozenset[str]:
+    """The names an organisation written as a web domain goes by: its label before the domain
+    ("Amazon.com, Inc." is called "Amazon"), unless that is a word too common to name anything."""
+    found = (m.group(1).lower() for m in _DOMAIN.finditer(organisation))
+    return frozenset(
+        w for w in found if len(w) >= 3 and w not in STOPWORDS and w not in GENERIC_WORDS
     )
 
 
@@ -128,6 +141,7 @@ def _names(named: str | Named) -> tuple[frozenset[str], frozenset[str]]:
     words = {w for w in name_words(doc.source) if not _VERSION.fullmatch(w)} - GENERIC_WORDS
     if doc.card is not None:
         words = words - set(doc.card.common_words) | set(doc.card.aliases)
+        words |= domain_names(doc.card.organisation or "")
         years |= doc.card.years
         if doc.card.quarter and doc.card.year:
             years.add(f"{doc.card.year}q{doc.card.quarter}")
