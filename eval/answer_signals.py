@@ -87,8 +87,7 @@ def _candidates(
                 "right": asked.answer_format != "None"
                 and right(replace(asked, answer=said, mode="extractive")),
                 "quote": bool(stated) and numbers_in(stated, citation.quote),
-                "box": case is not None
-                and in_gold_box(case, (stem, citation.page, citation.bbox)),
+                "box": case is not None and in_gold_box(case, (stem, citation.page, citation.bbox)),
             }
         )
     return out
