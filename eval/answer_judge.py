@@ -66,14 +66,14 @@ def _right(asked: Any, rec: dict[str, Any], boxes: dict[str, Any]) -> dict[str, 
     """Whether the answer (no threshold) is right, and its first citation's quote holds the
     number (FinanceBench) or lies in a gold box (MMDocIR)."""
     from eval.answer_figures import right
-    from eval.answer_match import gold_numbers, numbers_in
+    from eval.answer_match import numbers_in, stated_numbers
     from eval.evidence_boxes import in_gold_box
 
     a = replace(asked, answer=rec["answer"], mode="extractive", first=rec["first"])
     judged = {"right": right(a) if asked.answer_format != "None" else False}
     first = rec["first"] or {}
     if asked.dataset == "financebench":
-        stated = [g for g in gold_numbers(asked.gold) if numbers_in([g], asked.evidence)]
+        stated = stated_numbers(asked.gold, asked.evidence)
         judged["stated"] = bool(stated)
         judged["quote"] = bool(stated) and numbers_in(stated, first.get("quote"))
     case = boxes.get(asked.question)

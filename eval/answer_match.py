@@ -104,6 +104,12 @@ def gold_numbers(answer: str) -> list[Quantity]:
     return [q for q in quantities(answer) if not _weak(q)]
 
 
+def stated_numbers(gold: str, evidence: str | None) -> list[Quantity]:
+    """The gold answer's numbers that its evidence states (FinanceBench's "where the evidence
+    states it")."""
+    return [g for g in gold_numbers(gold) if numbers_in([g], evidence)]
+
+
 def _significant(q: Quantity) -> int:
     return len(q.value.normalize().as_tuple().digits)
 

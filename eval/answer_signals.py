@@ -36,7 +36,7 @@ def _candidates(
 ) -> list[dict[str, Any]]:
     """Every candidate of the question's top hits with its signals and how it is judged."""
     from eval.answer_figures import right
-    from eval.answer_match import gold_numbers, numbers_in
+    from eval.answer_match import numbers_in, stated_numbers
     from eval.evidence_boxes import in_gold_box
     from retrieval.answer.candidates import _candidates, _in_context, _with_table_rest
     from retrieval.answer.citing import _cite_sentence
@@ -67,9 +67,7 @@ def _candidates(
     order = sorted(range(len(found)), key=lambda i: -own[i])[:_JUDGED]
     for i, logit in zip(order, judge.score(asked.question, [texts[i] for i in order]), strict=True):
         judged[i] = logit
-    stated = []
-    if asked.dataset == "financebench" and asked.evidence:
-        stated = [g for g in gold_numbers(asked.gold) if numbers_in([g], asked.evidence)]
+    stated = stated_numbers(asked.gold, asked.evidence) if asked.dataset == "financebench" else []
     case = boxes.get(asked.question)
     out = []
     for i, sentence in enumerate(found):
@@ -135,11 +133,9 @@ def collect(directories: list[Path], split: str, data: Path) -> list[dict[str, A
 
 
 def _states(asked: Any) -> bool:
-    from eval.answer_match import gold_numbers, numbers_in
+    from eval.answer_match import stated_numbers
 
-    if asked.dataset != "financebench" or not asked.evidence:
-        return False
-    return any(numbers_in([g], asked.evidence) for g in gold_numbers(asked.gold))
+    return asked.dataset == "financebench" and bool(stated_numbers(asked.gold, asked.evidence))
 
 
 def features(cands: list[dict[str, Any]]) -> np.ndarray:

@@ -7,13 +7,20 @@ import re
 
 from retrieval.text_terms import said
 
-__all__ = ["dates_columns", "holds_a_year_alone", "is_table_row", "is_year_row", "split_row"]
+__all__ = [
+    "dates_columns",
+    "holds_a_period_alone",
+    "is_period_row",
+    "is_table_row",
+    "split_row",
+]
 
-_LONE_YEAR = re.compile(r"^(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}$", re.I)
-_DATE_CELL = re.compile(
-    r"^(?:(?:FY\s?|fiscal\s(?:year\s)?)?(?:19|20)\d{2}|(?:[A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+)?"
-    r"(?:19|20)\d{2}|[A-Z][a-z]{2,8}\.?\s+\d{1,2},?)$"
-)
+_YEAR = r"(?:19|20)\d{2}"
+_FISCAL_YEAR = rf"(?i:FY\s?|fiscal\s(?:year\s)?)?{_YEAR}"
+_MONTH_DAY = r"[A-Z][a-z]{2,8}\.?\s+\d{1,2},?"
+_ENDED = r"(?:[\w-]+\s+){1,3}(?i:ended|ending)\s+"  # "Three Months Ended ", "Year ended "
+_LONE_PERIOD = re.compile(rf"^(?:{_ENDED})?(?:{_MONTH_DAY}\s+)?{_FISCAL_YEAR}$")
+_DATE_CELL = re.compile(rf"^(?:{_FISCAL_YEAR}|(?:{_MONTH_DAY}\s+)?{_YEAR}|{_MONTH_DAY})$")
 
 
 def is_table_row(text: str) -> bool:
@@ -28,14 +35,15 @@ def split_row(row: str) -> list[str]:
     return [said(c.replace("\\|", "|")) for c in re.split(r"(?<!\\)\|", body)]
 
 
-def is_year_row(text: str) -> bool:
-    """A markdown row holding only a year, in its first cell: it dates the rows that follow."""
-    return is_table_row(text) and holds_a_year_alone(split_row(text))
+def is_period_row(text: str) -> bool:
+    """A markdown row holding only a period, in its first cell: it dates the rows that follow."""
+    return is_table_row(text) and holds_a_period_alone(split_row(text))
 
 
-def holds_a_year_alone(cells: list[str]) -> bool:
-    """A row's cells hold a year in the first and nothing else."""
-    return len(cells) > 1 and bool(_LONE_YEAR.match(cells[0])) and not any(cells[1:])
+def holds_a_period_alone(cells: list[str]) -> bool:
+    """A row's cells hold a period in the first ("2016", "Three Months Ended December 31, 2022")
+    and nothing else."""
+    return len(cells) > 1 and bool(_LONE_PERIOD.match(cells[0])) and not any(cells[1:])
 
 
 def dates_columns(text: str) -> bool:

@@ -348,6 +348,30 @@ def test_a_row_holding_only_a_year_dates_the_rows_below_it() -> None:
     ]
 
 
+def test_a_row_holding_only_a_period_dates_the_rows_below_it() -> None:
+    """A row stating a whole period ("Year Ended June 30, 2023") over rows whose columns name
+    none dates them as a lone year does; a label that only ends in a year stays a row."""
+    chunk = rows_chunk(
+        [
+            "| | Amount | Share |",
+            "| Year Ended June 30, 2023 | | |",
+            "| Revenue | 410 | 60% |",
+            "| Year Ended June 30, 2022 | | |",
+            "| Revenue | 380 | 58% |",
+            "| Notes due 2030 | | |",
+            "| Interest | 12 | 2% |",
+        ]
+    )
+    cells = [c.text for c in table_cells(chunk)]
+    assert cells[:4] == [
+        "Revenue, Amount, Year Ended June 30, 2023: 410",
+        "Revenue, Share, Year Ended June 30, 2023: 60%",
+        "Revenue, Amount, Year Ended June 30, 2022: 380",
+        "Revenue, Share, Year Ended June 30, 2022: 58%",
+    ]
+    assert cells[4].startswith("Interest, Amount, Year Ended June 30, 2022")
+
+
 def test_a_chinese_tables_unit_line_gives_its_cells_their_unit() -> None:
     """ "单位：万元" over a Chinese table says what its figures count, as "(in millions)" does."""
     chunk = rows_chunk(["单位：万元", "| 银行 | 授信总额 |", "| 工商银行 | 330,435.30 |"])

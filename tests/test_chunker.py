@@ -348,6 +348,29 @@ def test_heading_levels_pop_the_trail(count_tokens: Callable[[str], int]) -> Non
     assert [c.section_path for c in chunks] == [["A", "A.1", "A.1.1"], ["A", "A.2"], ["B"]]
 
 
+def test_a_heading_right_under_another_names_a_part_of_it(
+    count_tokens: Callable[[str], int],
+) -> None:
+    """Two headings of one level with nothing between nest; text between keeps them siblings;
+    a third heading in a row closes both (a run of headings is not a deepening trail)."""
+    b = Pages()
+    b.add(1, BlockType.section_header, ["Item 7. Management's Discussion"], level=1)
+    b.add(1, BlockType.section_header, ["Results of Operations"], level=1)
+    b.add(1, BlockType.text, ["Revenue rose on higher unit sales."])
+    b.add(2, BlockType.section_header, ["Liquidity"], level=1)
+    b.add(2, BlockType.text, ["Cash was ample."])
+    b.add(3, BlockType.section_header, ["Contents"], level=1)
+    b.add(3, BlockType.section_header, ["Part I"], level=1)
+    b.add(3, BlockType.section_header, ["Part II"], level=1)
+    b.add(3, BlockType.text, ["Exhibits follow."])
+    chunks = chunk_document(b.document(), count_tokens=count_tokens)
+    assert [c.section_path for c in chunks] == [
+        ["Item 7. Management's Discussion", "Results of Operations"],
+        ["Liquidity"],
+        ["Part II"],
+    ]
+
+
 def test_empty_document_gives_no_chunks(count_tokens: Callable[[str], int]) -> None:
     doc = Document(doc_id="e" * 64, source="empty.pdf", page_count=0, pages=[])
     assert chunk_document(doc, count_tokens=count_tokens) == []

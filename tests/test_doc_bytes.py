@@ -134,7 +134,9 @@ def test_two_workers_without_a_data_dir_one_killed_give_the_points_of_an_embedde
                 target=lambda: results.extend(coordinator.sync.ingest_paths([folder]))
             )
             run.start()
-            killed, unfinished = _stop_mid_unit(workers, logs, long_pages, lambda: True)
+            killed, unfinished = _stop_mid_unit(
+                workers, logs, long_pages, lambda: True, alone=False
+            )
             left = _children(workers[killed].pid)
             workers[killed].send_signal(signal.SIGKILL)
             run.join(120)

@@ -160,7 +160,7 @@ def test_two_workers_read_from_the_object_store_one_killed(
             target=lambda: results.extend(coordinator.sync.ingest_paths([folder]))
         )
         run.start()
-        killed, unfinished = _stop_mid_unit(workers, logs, long_pages, lambda: True)
+        killed, unfinished = _stop_mid_unit(workers, logs, long_pages, lambda: True, alone=False)
         workers[killed].send_signal(signal.SIGKILL)
         run.join(120)
         assert not run.is_alive(), "the run did not end after a worker was killed"

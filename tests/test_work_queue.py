@@ -150,9 +150,12 @@ def _stop_mid_unit(
     logs: list[Path],
     pages: set[tuple[str, int]],
     asked: Callable[[], bool],
+    *,
+    alone: bool = True,
 ) -> tuple[int, set[str]]:
-    """Freeze the workers (SIGSTOP) until one alone holds a unit with one of `pages` while
-    `asked()` (its request is at the endpoint); the others go on. Which one, and its units."""
+    """Freeze the workers (SIGSTOP) until one holds a unit with one of `pages` while `asked()`
+    (its request is at the endpoint), the only one to hold such a unit unless not `alone`; the
+    others go on. Which one, and its units."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for proc in workers:
@@ -166,7 +169,7 @@ def _stop_mid_unit(
             for i, units in enumerate(held)
             if any(_holds_one_of(w, pages) for w in units.values())
         ]
-        caught = len(holding) == 1 and asked()
+        caught = (len(holding) == 1 or (holding != [] and not alone)) and asked()
         for index, proc in enumerate(workers):
             if not caught or index != holding[0]:
                 proc.send_signal(signal.SIGCONT)

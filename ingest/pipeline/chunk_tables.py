@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType
 from retrieval.schema import BBox, Region
-from retrieval.table_rows import dates_columns, is_year_row
+from retrieval.table_rows import dates_columns, is_period_row
 
 __all__ = [
     "LINE_JOINED",
@@ -163,7 +163,7 @@ def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
         n += 1
     else:
         return 0  # every line looks like header: repeat nothing
-    while n > 1 and is_year_row(pieces[n - 1].text):
+    while n > 1 and is_period_row(pieces[n - 1].text):
         n -= 1
     extra = 0  # "| | 2022 | 2021 |" under "Three Months Ended December 31,": the columns' years
     while n < len(pieces) - 1 and extra < _MAX_DATE_ROWS and dates_columns(pieces[n].text):

@@ -40,7 +40,7 @@ from ingest.pipeline.chunk_tables import (
 from ocr_engine.schema import Block, BlockType, Document, Page
 from retrieval.doc_card import DocumentCard
 from retrieval.schema import TABLE_ROWS_KIND, Chunk, ChunkLine
-from retrieval.table_rows import is_year_row
+from retrieval.table_rows import is_period_row
 
 __all__ = ["ChunkStream", "chunk_document"]
 
@@ -79,6 +79,8 @@ class _Chunker:
         self.label = document_label(source, card)
         self.builder = Builder(self._budget())
         self.pending: Table | None = None  # the last table seen, held until what follows is known
+        self.headed = False  # the last block was a heading: the next one may nest under it
+        self.stacked = False  # the last heading was nested under the one right above it
 
     def feed(self, pages: Sequence[Page]) -> list[Chunk]:
         """Chunks completed by these pages (text at the end may wait for the next window)."""
@@ -94,6 +96,8 @@ class _Chunker:
         for index, (page, block) in enumerate(blocks):
             if index in used:
                 continue
+            heading = block.type in _HEADINGS and self._is_heading(block)
+            self.headed = self.headed and heading
             if block.type == BlockType.table:
                 self._flush(builder, "text")
                 caption = table_captions.get(index)
@@ -110,7 +114,7 @@ class _Chunker:
                 self._flush(builder, "text")
                 caption = figure_of.get(index)
                 self._figure(page, block, blocks[caption] if caption is not None else None)
-            elif block.type in _HEADINGS and self._is_heading(block):
+            elif heading:
                 self._flush(builder, "text")
                 self._open_section(block)
                 builder.budget = self._budget()
@@ -160,12 +164,18 @@ class _Chunker:
         return self.count(heading_text(block)) <= self.max_tokens // 4
 
     def _open_section(self, block: Block) -> None:
+        """A heading right under another with nothing between names a part of it, whatever level
+        its type gives ("Item 7" over "Results of Operations"); a third in a row closes both."""
         level = 0 if block.type == BlockType.title else (block.level or 1)
+        self.stacked = self.headed and not self.stacked and level > 0 and bool(self.trail)
+        if self.stacked:
+            level = max(level, self.trail[-1][0] + 1)
         while self.trail and self.trail[-1][0] >= level:
             self.trail.pop()
         text = heading_text(block)
         if text:
             self.trail.append((level, text))
+        self.headed = True
 
     def _trail_text(self) -> tuple[str, int]:
         """Document name and heading trail as embedded (outer headings dropped past a quarter of
@@ -265,7 +275,7 @@ class _Chunker:
                 if not batch.fits(unit):
                     units = batch.take()
                     heads: list[Unit] = []  # a year's row goes on with the rows it dates
-                    while len(units) > 1 and is_year_row(units[-1].pieces[0].text):
+                    while len(units) > 1 and is_period_row(units[-1].pieces[0].text):
                         heads.insert(0, units.pop())
                     self._emit(TABLE_ROWS_KIND, [*prefix, *units])
                     for head in heads:

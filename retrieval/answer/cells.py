@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from retrieval.answer.table_units import (
     is_unit_statement,
@@ -31,15 +32,15 @@ from retrieval.answer.table_units import (
     unit_for_row,
 )
 from retrieval.schema import Chunk
-from retrieval.table_rows import holds_a_year_alone, is_table_row, is_year_row, split_row
+from retrieval.table_rows import holds_a_period_alone, is_period_row, is_table_row, split_row
 from retrieval.text_terms import stems
 
 __all__ = [
     "TableCellText",
+    "period_row_above",
     "periods",
     "row_words",
     "table_cells",
-    "year_row_above",
 ]
 
 _SEPARATOR = re.compile(r"^:?-{2,}:?$")
@@ -167,7 +168,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     section = before = ""  # the rows below a label alone belong to it; the section before it
     for index, cells in [*_section_rows(rows[1:n_header]), *body]:
-        if holds_a_year_alone(cells):  # "2016" over the rows of 2016
+        if holds_a_period_alone(cells):  # "2016" over the rows of 2016
             headers = _dated_by_stub([cells[0], *undated[1:]])
             wrapped = ""
             continue
@@ -184,7 +185,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             section = before
         if not values:
             before, section = section, _section_name(shown) if shown.endswith(":") else ""
-        elif section and set(stems(section)) <= set(stems(shown)):  # the row that totals it
+        elif section and _label_stems(section) <= set(stems(shown)):  # the row that totals it
             section = ""
         elif section:
             shown = f"{section}, {shown}"
@@ -194,6 +195,12 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             out.append(TableCellText(index, col, shown, headers[col], cells[col], unit, own == ""))
         wrapped = label if not values else ""
     return out
+
+
+@lru_cache(maxsize=256)
+def _label_stems(label: str) -> frozenset[str]:
+    """A section label's stems, worked out once for the rows under it."""
+    return frozenset(stems(label))
 
 
 def _section_name(label: str) -> str:
@@ -207,7 +214,7 @@ def _section_rows(header_rows: list[tuple[int, list[str]]]) -> list[tuple[int, l
     return [
         (index, cells)
         for index, cells in header_rows
-        if cells and cells[0] and not any(cells[1:]) and not holds_a_year_alone(cells)
+        if cells and cells[0] and not any(cells[1:]) and not holds_a_period_alone(cells)
     ]
 
 
@@ -232,14 +239,14 @@ def _units(
     return table_unit, columns
 
 
-def year_row_above(chunk: Chunk, line: int) -> int | None:
+def period_row_above(chunk: Chunk, line: int) -> int | None:
     """The chunk line of the row holding only a year ("2016") that dates table row `line`: the
     nearest above it in its table, if any."""
     for index in range(line - 1, -1, -1):
         text = chunk.text[chunk.lines[index].start : chunk.lines[index].end]
         if not is_table_row(text):
             return None
-        if is_year_row(text):
+        if is_period_row(text):
             return index
     return None
 

@@ -10,8 +10,8 @@ from ocr_engine.geometry import centre_inside, union
 from retrieval.answer.cells import (
     TableCellText,
     is_table_row,
+    period_row_above,
     row_words,
-    year_row_above,
 )
 from retrieval.answer.page_layout import TITLE_GAP, Layout, is_caption, is_title
 from retrieval.schema import BBox, Chunk, Citation, Region, ScoredChunk, Support
@@ -69,7 +69,7 @@ def _cell_evidence(
     row = union([line.bbox, box])
     heads = options.lookups.layout.column_heads(chunk, line) if options.lookups.layout else None
     parts = [row] if heads is None else [heads, row]
-    dating = year_row_above(chunk, cell.line)
+    dating = period_row_above(chunk, cell.line)
     if dating is not None and chunk.lines[dating].page == line.page:
         year = chunk.lines[dating].bbox
         if heads is None or year[1] >= heads[3] - 1:  # not among the headings already shown
