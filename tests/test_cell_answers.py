@@ -372,6 +372,45 @@ def test_a_row_holding_only_a_period_dates_the_rows_below_it() -> None:
     assert cells[4].startswith("Interest, Amount, Year Ended June 30, 2022")
 
 
+def test_a_figure_in_a_currency_signs_column_is_read_under_the_figures_header() -> None:
+    """A statement sets its "$" in a column of its own before the figure on some rows; on the
+    rows without it the figure stands in the sign's column. Both are the year's figure."""
+    chunk = rows_chunk(
+        [
+            "| Cash flows | | | 2022 | | | 2021 |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| Operating activities | | $ | 21.1 | | $ | 14.6 |",
+            "| Investing activities | | (33.7) | | | (10.5) | |",
+            "| Net increase | | $ | 11.9 | | $ | (10.9) |",
+        ]
+    )
+    assert [c.text for c in table_cells(chunk)] == [
+        "Operating activities, 2022: 21.1",
+        "Operating activities, 2021: 14.6",
+        "Investing activities, 2022: (33.7)",
+        "Investing activities, 2021: (10.5)",
+        "Net increase, 2022: 11.9",
+        "Net increase, 2021: (10.9)",
+    ]
+
+
+def test_a_sign_beside_a_figure_in_one_cell_joins_no_columns() -> None:
+    chunk = rows_chunk(
+        [
+            "| | 2022 | 2021 |",
+            "| --- | --- | --- |",
+            "| Revenue | $ 410 | $ 380 |",
+            "| Cost | 200 | 190 |",
+        ]
+    )
+    assert [c.text for c in table_cells(chunk)] == [
+        "Revenue, 2022: $ 410",
+        "Revenue, 2021: $ 380",
+        "Cost, 2022: 200",
+        "Cost, 2021: 190",
+    ]
+
+
 def test_a_chinese_tables_unit_line_gives_its_cells_their_unit() -> None:
     """ "单位：万元" over a Chinese table says what its figures count, as "(in millions)" does."""
     chunk = rows_chunk(["单位：万元", "| 银行 | 授信总额 |", "| 工商银行 | 330,435.30 |"])

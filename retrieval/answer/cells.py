@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 _SEPARATOR = re.compile(r"^:?-{2,}:?$")
+_CURRENCY_SIGN = re.compile(r"^(?:US)?[$€£¥]$")
 _NUMERIC = re.compile(r"^[\s$€£(+\-–—]*\d[\d.,]*\s*%?\)?\s*$")
 _YEAR = re.compile(r"(?<!\d)(?:FY\s?|fiscal\s(?:year\s)?)?((?:19|20)\d{2})(?!\d)", re.I)
 _SHORT_FY = re.compile(r"\bFY\s?'?(\d{2})\b", re.I)
@@ -119,6 +120,24 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
     return [_joined(parts) for parts in per_col]
 
 
+def _with_sign_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """The headers, a column where a currency sign stands alone before its figure ("| $ |
+    21.1 |") joined with the column right of it: rows without the sign set their figure in the
+    sign's column, so the two are one column of figures under one header."""
+    signs = {
+        col
+        for cells in rows
+        for col in range(min(len(cells), len(headers)) - 1)
+        if _CURRENCY_SIGN.match(cells[col]) and _NUMERIC.match(cells[col + 1])
+    }
+    out = list(headers)
+    for col in signs:
+        left, right = headers[col : col + 2]
+        joined = right if left in right else left if right in left else _joined([left, right])
+        out[col] = out[col + 1] = joined
+    return out
+
+
 def _joined(parts: list[str]) -> str:
     """Header texts top to bottom, a comma between them unless the upper one ends in one."""
     text = ""
@@ -160,7 +179,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     else:
         n_header = separator
     header_rows = [cells for _, cells in rows[:n_header]]
-    undated = _headers(header_rows, n_cols)
+    undated = _with_sign_columns(_headers(header_rows, n_cols), [cells for _, cells in rows])
     headers = _dated_by_stub(undated)
     table_unit, column_units = _units(other, header_rows, undated)
     body = rows[n_header + (separator is not None) :]
