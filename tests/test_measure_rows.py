@@ -109,6 +109,33 @@ def test_the_company_asked_about_names_no_row() -> None:
     assert first.startswith("Long-term debt, 2023: 41,990")
 
 
+OWN_NAME = _table(
+    "Consolidated Balance Sheets",
+    ["", "2021", "2020"],
+    [
+        ["Total current liabilities", "29,441", "24,844"],
+        ["Long-term debt", "6,692", "7,514"],
+        ["Total liabilities", "41,190", "36,851"],
+        ["Total Contoso stockholders' equity", "17,564", "18,284"],
+        ["Total equity", "18,078", "18,705"],
+    ],
+)
+
+
+def test_the_organisation_of_the_document_names_no_row_however_it_is_written() -> None:
+    """A company's own name in a row label ("Total Contoso stockholders' equity") says whose
+    the row is, like every row of its filing: asked in lower case, where the search names no
+    document, the card's organisation still makes no row the one asked for."""
+    question = "What is total liabilities for contoso in FY 2021?"
+    card = DocumentCard(organisation="Contoso Wholesale Corporation", year=2021)
+    with_card = AnswerOptions(lookups=Lookups(card_of=lambda _doc_id: card))
+    assert _first(question, OWN_NAME, options=with_card).startswith(
+        "Total liabilities, 2021: 41,190"
+    )
+    without = _first(question, OWN_NAME)  # the fault it fixes: the name's rare word wins
+    assert without.startswith("Total Contoso stockholders' equity, 2021: 17,564")
+
+
 PLANT = _table(
     "Consolidated Statements of Financial Position and Cash Flows",
     ["", "2018", "2017"],

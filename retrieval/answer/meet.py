@@ -12,7 +12,7 @@ from retrieval.answer.cells import (
     TableCellText,
     periods,
 )
-from retrieval.doc_card import DocumentCard
+from retrieval.doc_card import GENERIC_WORDS, DocumentCard
 from retrieval.schema import ScoredChunk
 from retrieval.text_terms import stems
 
@@ -48,6 +48,16 @@ _WHOLE = frozenset(stems("total worldwide consolidated combined"))  # a column o
 _WHEN = frozenset(stems("period year fiscal fy quarter month annual end ended ending beginning"))
 
 
+_GENERIC = frozenset(stems(" ".join(GENERIC_WORDS)))
+
+
+def _organisation_terms(cards: Iterable[DocumentCard | None]) -> set[str]:
+    """Stems of the words that name the organisations the cards are by or about, less the words
+    that say only what kind of organisation it is ("Company", "Department", "Group")."""
+    names = " ".join(card.organisation for card in cards if card is not None and card.organisation)
+    return {t for t in stems(names) if len(t) >= 3 and t not in _GENERIC}
+
+
 _MONTHS = frozenset(
     stems("January February March April May June July August September October November December")
     + stems("Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec")
@@ -71,14 +81,17 @@ def _meet(
     last word, which names what a row counts: "Merchandise inventories"), of those the labels
     saying least besides the question (`_closest_labels`). Terms are weighed by IDF over the
     candidates. The measure is the question's words without its dates, the words of a period
-    ("year end", "three months") and the `ignored` name terms (the company a filing is about
-    names every row of it). In a document whose fiscal year is not the calendar year it ends in
+    ("year end", "three months"), the `ignored` name terms and the words of the hits'
+    organisations, however the question writes them (the company a filing is about names every
+    row of it: "Total Costco stockholders' equity" is no answer to "total liabilities for
+    costco"). In a document whose fiscal year is not the calendar year it ends in
     (its card, `card_of`), a column dated in that calendar year is dated in the fiscal year too
     ("July 29, 2023" is in FY2024 at Best Buy)."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
     cards = {d: card_of(d) for d in {h.chunk.doc_id for h in hits}} if card_of else {}
+    ignored = ignored | _organisation_terms(cards.values())
     own = set(stems(_PART_OF_YEAR.sub(" ", question))) - years - _WHEN - ignored
     measure = {t for t in own if t not in _MONTHS and not t.isdigit()}  # "July 29" is no measure
     calendars = {d: card.fiscal_calendar for d, card in cards.items() if card is not None}
