@@ -41,6 +41,7 @@ _SHAPING_SOURCES = (
     "ingest/cards/card_contents.py",
     "retrieval/index/sparse.py",
     "retrieval/text_terms.py",  # the CJK spacing the lexical terms drop
+    "retrieval/table_rows.py",  # the rows the chunker repeats with the rows they date
     "ocr_engine/engines/extract.py",
     "ocr_engine/layout/furniture.py",
 )

@@ -229,3 +229,20 @@ def test_paragraphs_and_reading_order_follow_columns_and_indents() -> None:
     ]
     ordered = layout_page([*right, *left], 400, 400)
     assert [b.lines[0].text for b in ordered] == ["a1", "b1", "c1"]
+
+
+@pytest.mark.parametrize("rotate", [90, 270])
+def test_a_sideways_word_on_an_upright_page_is_read_either_way(
+    engine: RapidOCREngine, rotate: int
+) -> None:
+    """A column heading set sideways (reading up, or down) on an upright page: the crop of its
+    tall box is turned a quarter one way, so the other way is read too and the better kept."""
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=400, height=300)
+        for row in range(4):
+            page.insert_text((40, 60 + 22 * row), "Harbour dues paid in full", fontsize=14)
+        start = (330, 250) if rotate == 90 else (330, 90)
+        page.insert_text(start, "WAREHOUSE", fontsize=16, rotate=rotate)
+        with as_scan(page) as scan:
+            texts = [text for text, _ in ocr_lines(engine.extract_page(scan[0]))]
+    assert "WAREHOUSE" in texts

@@ -108,6 +108,13 @@ def unrotate_box(box: Box, k: int, width: float, height: float) -> Box:
     return (min(xs), min(ys), max(xs), max(ys))
 
 
+def _tall(quad: Quad) -> bool:
+    """Whether a text quad is set sideways: the crop turns it a quarter (RapidOCR's rule)."""
+    across = max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3]))
+    down = max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2]))
+    return bool(across > 0 and down >= 1.5 * across)
+
+
 def _elongation(quads: list[Quad]) -> tuple[float, float]:
     """Total length of the clearly horizontal and of the clearly vertical text boxes."""
     across = down = 0.0
@@ -364,11 +371,21 @@ class RapidOCREngine:
 
         if not quads:
             return []
-        result = models.rec(TextRecInput(img=[self._crop(image, q) for q in quads]))
+        crops = [self._crop(image, q) for q in quads]
+        result = models.rec(TextRecInput(img=crops))
         if result.txts is None or result.scores is None or len(result.txts) != len(quads):
             raise EngineOutputError("RapidOCR recognition returned no result for detected text")
+        texts, scores = list(result.txts), list(result.scores)
+        # a sideways run is turned a quarter one way by the crop; it may read the other way
+        sideways = [i for i, q in enumerate(quads) if _tall(q)]
+        if sideways:
+            turned = models.rec(TextRecInput(img=[np.rot90(crops[i], 2) for i in sideways]))
+            if turned.txts is not None and turned.scores is not None:
+                for i, text, score in zip(sideways, turned.txts, turned.scores, strict=True):
+                    if float(score) > float(scores[i]):
+                        texts[i], scores[i] = text, score
         lines = []
-        for quad, text, score in zip(quads, result.txts, result.scores, strict=True):
+        for quad, text, score in zip(quads, texts, scores, strict=True):
             text = " ".join(str(text).split())
             if not text or float(score) < TEXT_SCORE:
                 continue
