@@ -143,3 +143,50 @@ def test_the_orientation_model_rights_a_turned_scan() -> None:
     for k in range(4):
         turned = np.ascontiguousarray(np.rot90(upright, k))
         assert classify_orientation(models, turned).turns == (-k) % 4
+
+
+def _ruled_grid(texts: list[list[str]]) -> tuple[np.ndarray, Box, list[OcrLine]]:
+    """A ruled grid of two columns rendered at 150 dpi; its box and its texts as OCR lines
+    (upright points), as the engine would hand them to the table reader."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=400)
+    x_edges, top, row_h = [72, 132, 523], 60, 30
+    shape = page.new_shape()
+    for r in range(len(texts) + 1):
+        shape.draw_line((x_edges[0], top + r * row_h), (x_edges[-1], top + r * row_h))
+    for x in x_edges:
+        shape.draw_line((x, top), (x, top + len(texts) * row_h))
+    shape.finish(color=(0, 0, 0), width=0.8)
+    shape.commit()
+    lines = []
+    for r, row in enumerate(texts):
+        for c, text in enumerate(row):
+            if text:
+                page.insert_text((x_edges[c] + 6, top + r * row_h + 19), text, fontsize=11)
+                box = tuple(page.search_for(text)[0])
+                lines.append(OcrLine(text=text, box=box, score=0.99))  # type: ignore[arg-type]
+    pix = page.get_pixmap(dpi=150)
+    image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)[..., :3]
+    grid: Box = (x_edges[0], top, x_edges[-1], top + len(texts) * row_h)
+    return np.ascontiguousarray(image), grid, lines
+
+
+def test_a_grid_whose_rows_mostly_hold_one_cell_is_no_table() -> None:
+    """A table's rows hold a label and its values: a ruled grid where most rows hold one text
+    (a definition list set out in boxes) is laid out as text, while the same grid with a figure
+    beside each text reads as a table."""
+    from ocr_engine.layout.scan_tables import read_table
+
+    models = ScanModels()
+    terms = [
+        "The user connects with the profile ALICE.",
+        "ALICE calls a procedure owned by JOE.",
+        "The special register still holds ALICE.",
+        "When the procedure ends, the session reverts.",
+    ]
+    listed = [["a", terms[0]], *[["", text] for text in terms[1:]]]
+    image, box, lines = _ruled_grid(listed)
+    assert read_table(models, image, 150 / 72, box, lines) is None
+    image, box, lines = _ruled_grid([[str(n), text] for n, text in enumerate(terms, 1)])
+    table = read_table(models, image, 150 / 72, box, lines)
+    assert table is not None and table.n_rows == 4 and table.n_cols == 2

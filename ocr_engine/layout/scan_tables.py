@@ -11,6 +11,7 @@ upright page's points; the engine maps boxes to the displayed page.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -134,7 +135,8 @@ def read_table(
 ) -> ScanTable | None:
     """The cells of the table region `box` (upright points) of the upright `image` rendered at
     `zoom`, filled with `lines` (upright points); None when the model finds no grid of at least
-    2 x 2 with two filled cells. Raises `EngineUnavailableError`."""
+    2 x 2 with two filled cells whose rows are mostly of two cells or more (`_rows_of_cells`).
+    Raises `EngineUnavailableError`."""
     h, w = image.shape[:2]
     left, top = max(int(box[0] * zoom) - PAD, 0), max(int(box[1] * zoom) - PAD, 0)
     right, bottom = min(int(box[2] * zoom) + PAD, w), min(int(box[3] * zoom) + PAD, h)
@@ -174,9 +176,16 @@ def read_table(
         )
     n_rows = max(c.row + c.row_span for c in cells)
     n_cols = max(c.col + c.col_span for c in cells)
-    if n_rows < 2 or n_cols < 2 or sum(1 for c in cells if c.text) < 2:
+    if n_rows < 2 or n_cols < 2 or sum(1 for c in cells if c.text) < 2 or not _rows_of_cells(cells):
         return None
     return ScanTable(cells, n_rows, n_cols, union([box, *(c.bbox for c in cells if c.bbox)]))
+
+
+def _rows_of_cells(cells: list[TableCell]) -> bool:
+    """Whether most rows that hold text hold it in two cells or more, as a table's rows do; a grid
+    whose rows mostly hold one cell is text set out in a grid (a list, code, labelled boxes)."""
+    filled = Counter(c.row for c in cells if c.text)
+    return 2 * sum(1 for n in filled.values() if n >= 2) > len(filled)
 
 
 def table_block(table: ScanTable, to_page: Callable[[Box], Box], block_id: str) -> Block:
