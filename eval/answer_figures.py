@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from eval.answer_match import FORMATS, format_in, gold_numbers, numbers_in, stated_numbers
 from eval.answer_sets import Asked
 
-__all__ = ["Figure", "financebench_figures", "mmlongbench_figures", "right", "user_figures"]
+__all__ = [
+    "Figure",
+    "financebench_figures",
+    "mmlongbench_figures",
+    "right",
+    "said_right",
+    "user_figures",
+]
 
 Figure = tuple[int, int] | float | None
 """(right, asked), or a mean (chance), or None when nothing was asked."""
@@ -66,6 +74,14 @@ def right(asked: Asked) -> bool:
     return numbers_in(gold_numbers(asked.gold), asked.answer)
 
 
+def said_right(asked: Asked) -> Callable[[str], bool] | None:
+    """The judge of a text as the answer to `asked` (None where no text is right: a question
+    no document answers)."""
+    if asked.answer_format == "None":
+        return None
+    return lambda text: right(replace(asked, answer=text, mode=""))
+
+
 def mmlongbench_figures(asked: Sequence[Asked], boxes: dict[str, Any]) -> dict[str, Figure]:
     """MMLongBench-Doc's figures; `boxes`: question -> its MMDocIR `BoxCase`."""
     from eval.evidence_boxes import in_gold_box
@@ -75,6 +91,7 @@ def mmlongbench_figures(asked: Sequence[Asked], boxes: dict[str, Any]) -> dict[s
         "mm.n": (len(asked), len(asked)),
         "mm.page5": _share([a.page_in_hits for a in answerable if a.pages]),
         "mm.right": _share([right(a) for a in answerable]),
+        "mm.right.chance": _mean([a.chance for a in answerable]),
     }
     for fmt in ("Str", "Int", "Float", "List"):
         figures[f"mm.right.{fmt}"] = _share(
@@ -96,6 +113,7 @@ def mmlongbench_figures(asked: Sequence[Asked], boxes: dict[str, Any]) -> dict[s
 def user_figures(asked: Sequence[Asked]) -> dict[str, Figure]:
     return {
         "user.right": _share([right(a) for a in asked]),
+        "user.right.chance": _mean([a.chance for a in asked]),
         "user.page5": _share([a.page_in_hits for a in asked if a.pages]),
         "user.na.not_found": _share([a.not_found for a in asked if a.answer_format == "None"]),
         "user.withheld": _share([a.not_found for a in asked if a.answer_format != "None"]),

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,8 @@ class Asked:
     hits: list[tuple[str, int]] = field(default_factory=list)
     """(PDF stem, 1-based page) of the response's hits, best first."""
     error: str = ""
+    chance: float | None = None
+    """The share of the gold document's sentences that would be judged right as the answer."""
 
     def dump(self) -> dict[str, Any]:
         return asdict(self)
@@ -163,20 +166,31 @@ def chance_of(
     """For each (gold numbers, PDF stem), the share of the sentences of folio's chunks of that
     document that state one of the numbers: the rate at which a random sentence of the gold
     document would count as right (None: no sentences, or no numbers)."""
+    judges: list[tuple[Callable[[str], bool] | None, str]] = [
+        (partial(numbers_in, golds) if golds else None, stem) for golds, stem in wanted
+    ]
+    return chance_said(services, judges)
+
+
+def chance_said(
+    services: Any, wanted: Sequence[tuple[Callable[[str], bool] | None, str]]
+) -> list[float | None]:
+    """For each (judge of a text, PDF stem), the share of the sentences of folio's chunks of
+    that document the judge counts as right (None: no sentences, or no judge)."""
     from retrieval.text_terms import sentence_spans
 
     ids = doc_ids_by_stem(services)
     sentences: dict[str, list[str]] = {}
     found: list[float | None] = []
-    for golds, stem in wanted:
-        if stem not in ids or not golds:
+    for judge, stem in wanted:
+        if stem not in ids or judge is None:
             found.append(None)
             continue
         if stem not in sentences:
             texts = [c.text for c in services.store.chunks(ids[stem])]
             sentences[stem] = [t[a:b] for t in texts for a, b in sentence_spans(t)]
         said = sentences[stem]
-        found.append(sum(numbers_in(golds, s) for s in said) / len(said) if said else None)
+        found.append(sum(judge(s) for s in said) / len(said) if said else None)
     return found
 
 

@@ -50,12 +50,14 @@ from eval.answer_figures import (
     Figure,
     financebench_figures,
     mmlongbench_figures,
+    said_right,
     user_figures,
 )
 from eval.answer_sets import (
     Asked,
     ask_all,
     chance_of,
+    chance_said,
     doc_ids_by_stem,
     financebench_questions,
     load_user_questions,
@@ -91,6 +93,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     (_MM, "mm.n", "questions"),
     (_MM, "mm.page5", "page in the top 5 hits (answerable)"),
     (_MM, "mm.right", "answer right (answerable)"),
+    (_MM, "mm.right.chance", "chance: a random sentence of the gold document (answerable)"),
     (_MM, "mm.right.Str", "… Str"),
     (_MM, "mm.right.Int", "… Int"),
     (_MM, "mm.right.Float", "… Float"),
@@ -100,6 +103,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("MMDocIR", "mmdocir.first", "1st citation in a gold box (end to end)"),
     ("MMDocIR", "mmdocir.given_page", "1st citation in a gold box (given it is on a gold page)"),
     (_USER, "user.right", "answer right (None rows: not_found)"),
+    (_USER, "user.right.chance", "chance: a random sentence of the gold document"),
     (_USER, "user.page5", "page in the top 5 hits"),
     (_USER, "user.na.not_found", "not answerable: answered not_found"),
     (_USER, "user.withheld", "answerable: withheld as not_found"),
@@ -138,6 +142,8 @@ _BASELINE = {
     "fb.all.answer": "fb.all.chance",
     "fb.all.quote": "fb.all.chance",
     "mmdocir.given_page": "mmdocir.first",
+    "mm.right": "mm.right.chance",
+    "user.right": "user.right.chance",
 }
 _PAGE_ROWS = frozenset({"fb.page5", "mm.page5", "user.page5"})
 
@@ -221,6 +227,10 @@ def _run_index(
         ask_all(services, asked, pdfs)
         mine = user_questions(users, dataset, stems, split)
         ask_all(services, mine, pdfs)
+        judged = [a for a in asked if dataset == "mmlongbench"] + mine
+        chances = chance_said(services, [(said_right(a), a.doc) for a in judged])
+        for a, chance in zip(judged, chances, strict=True):
+            a.chance = chance
         if dataset == "financebench":
             wrong = [Asked("wrong:financebench", split, a.question, a.doc, a.gold) for a in asked]
             filters = wrong_doc_requests(services, wrong)

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from eval.answer_figures import financebench_figures, right
+from eval.answer_figures import financebench_figures, right, said_right
 from eval.answer_match import (
     Quantity,
     anls,
@@ -183,3 +183,14 @@ def test_financebench_figures_count_answer_quote_and_chance() -> None:
     printed = table({"tune": got, "check": {}})
     assert "| FinanceBench | questions | 4 | — |" in printed
     assert "0.500 (1/2)" in printed
+
+
+def test_a_text_is_judged_as_the_answer_by_its_questions_format() -> None:
+    """The judge behind the chance baseline: a sentence counts as the answer by the question's
+    own rule, and no sentence answers a question no document answers."""
+    asked = Asked("mmlongbench", "tune", "How many stores?", "doc", "1,012", "Int")
+    judge = said_right(asked)
+    assert judge is not None
+    assert judge("The company operated 1012 stores at year end.")
+    assert not judge("The company operated 1,013 stores at year end.")
+    assert said_right(Asked("mmlongbench", "tune", "Who?", "doc", "Not answerable", "None")) is None
