@@ -82,8 +82,13 @@ def said_right(asked: Asked) -> Callable[[str], bool] | None:
     return lambda text: right(replace(asked, answer=text, mode=""))
 
 
-def mmlongbench_figures(asked: Sequence[Asked], boxes: dict[str, Any]) -> dict[str, Figure]:
-    """MMLongBench-Doc's figures; `boxes`: question -> its MMDocIR `BoxCase`."""
+def mmlongbench_figures(
+    asked: Sequence[Asked],
+    boxes: dict[str, Any],
+    box_chance: dict[str, float | None] | None = None,
+) -> dict[str, Figure]:
+    """MMLongBench-Doc's figures; `boxes`: question -> its MMDocIR `BoxCase`; `box_chance`:
+    question -> a random line of its gold document's chance of a gold box."""
     from eval.evidence_boxes import in_gold_box
 
     answerable = [a for a in asked if a.answer_format != "None"]
@@ -105,6 +110,7 @@ def mmlongbench_figures(asked: Sequence[Asked], boxes: dict[str, Any]) -> dict[s
         for a, case in boxed
     ]
     figures["mmdocir.first"] = _share([c is not None and in_gold_box(case, c) for case, c in first])
+    figures["mmdocir.first.chance"] = _mean([(box_chance or {}).get(a.question) for a, _ in boxed])
     on_gold = [(case, c) for case, c in first if c and c[0] == case.doc and c[1] in case.boxes]
     figures["mmdocir.given_page"] = _share([in_gold_box(case, c) for case, c in on_gold])
     return figures

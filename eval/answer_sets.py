@@ -194,6 +194,28 @@ def chance_said(
     return found
 
 
+def line_chance_of(services: Any, cases: Sequence[Any]) -> dict[str, float | None]:
+    """For each MMDocIR `BoxCase`, the share of the lines of folio's chunks of its document that
+    lie in one of its gold boxes: the rate at which a random line of the gold document would be
+    cited in a box (None: no lines)."""
+    from eval.evidence_boxes import in_gold_box
+
+    ids = doc_ids_by_stem(services)
+    lines: dict[str, list[tuple[int, Any]]] = {}
+    found: dict[str, float | None] = {}
+    for case in cases:
+        if case.doc not in ids:
+            found[case.question] = None
+            continue
+        if case.doc not in lines:
+            chunks = services.store.chunks(ids[case.doc])
+            lines[case.doc] = [(ln.page, tuple(ln.bbox)) for c in chunks for ln in c.lines]
+        mine = lines[case.doc]
+        hits = sum(in_gold_box(case, (case.doc, page, box)) for page, box in mine)
+        found[case.question] = hits / len(mine) if mine else None
+    return found
+
+
 def load_user_questions(path: Path) -> list[dict[str, Any]]:
     """The rows of `eval/user_questions.jsonl` (none when the file is absent)."""
     if not path.is_file():

@@ -60,6 +60,7 @@ from eval.answer_sets import (
     chance_said,
     doc_ids_by_stem,
     financebench_questions,
+    line_chance_of,
     load_user_questions,
     mmlongbench_questions,
     own_doc_requests,
@@ -101,6 +102,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     (_MM, "mm.na.not_found", "Not answerable: answered not_found"),
     (_MM, "mm.withheld", "answerable: withheld as not_found"),
     ("MMDocIR", "mmdocir.first", "1st citation in a gold box (end to end)"),
+    ("MMDocIR", "mmdocir.first.chance", "chance: a random line of the gold document"),
     ("MMDocIR", "mmdocir.given_page", "1st citation in a gold box (given it is on a gold page)"),
     (_USER, "user.right", "answer right (None rows: not_found)"),
     (_USER, "user.right.chance", "chance: a random sentence of the gold document"),
@@ -143,6 +145,7 @@ _BASELINE = {
     "fb.all.quote": "fb.all.chance",
     "mmdocir.given_page": "mmdocir.first",
     "mm.right": "mm.right.chance",
+    "mmdocir.first": "mmdocir.first.chance",
     "user.right": "user.right.chance",
 }
 _PAGE_ROWS = frozenset({"fb.page5", "mm.page5", "user.page5"})
@@ -245,7 +248,9 @@ def _run_index(
 
             boxes = {c.question: c for c in load_box_cases(args.data, pdfs)}
             wrong, own = [], []
-            figures = mmlongbench_figures(asked, boxes)
+            figures = mmlongbench_figures(
+                asked, boxes, line_chance_of(services, list(boxes.values()))
+            )
         else:
             wrong, own, figures = [], [], {}
     finally:

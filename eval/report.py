@@ -56,8 +56,9 @@ its area says what to run. The history of earlier experiments, at the code of th
 [experiments.md](experiments.md). Every benchmark reads `../shared/data` in place.
 
 Figures beside their baseline: a match figure beside its chance (a random sentence of the gold
-document stating the gold number), a conditional figure ("given the first citation is on a gold
-page") beside its end-to-end one in the next row.
+document stating the gold number, or judged the right answer by the question's format; a random
+line of the gold document in a gold box), a conditional figure ("given the first citation is on
+a gold page") beside its end-to-end one in the next row.
 """
 
 
