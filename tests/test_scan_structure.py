@@ -35,6 +35,17 @@ def engine() -> Iterator[RapidOCREngine]:
     yield RapidOCREngine(CpuOcrOptions(dpi=150))
 
 
+def rule_grid(page: pymupdf.Page, x_edges: list[int], top: int, row_h: int, rows: int) -> None:
+    """Rules a grid of `rows` rows between the column edges `x_edges`, from `top` down."""
+    shape = page.new_shape()
+    for r in range(rows + 1):
+        shape.draw_line((x_edges[0], top + r * row_h), (x_edges[-1], top + r * row_h))
+    for x in x_edges:
+        shape.draw_line((x, top), (x, top + rows * row_h))
+    shape.finish(color=(0, 0, 0), width=0.8)
+    shape.commit()
+
+
 def table_source() -> tuple[pymupdf.Document, dict[str, Box]]:
     """A page with a heading, a paragraph and a ruled 4 x 3 table; each cell text's box."""
     doc = pymupdf.open()
@@ -48,13 +59,7 @@ def table_source() -> tuple[pymupdf.Document, dict[str, Box]]:
     x_edges, top, row_h = [72, 262, 392, 523], 200, 28
     rows = [HEADER, *ROWS]
     boxes: dict[str, Box] = {}
-    shape = page.new_shape()
-    for r in range(len(rows) + 1):
-        shape.draw_line((x_edges[0], top + r * row_h), (x_edges[-1], top + r * row_h))
-    for x in x_edges:
-        shape.draw_line((x, top), (x, top + len(rows) * row_h))
-    shape.finish(color=(0, 0, 0), width=0.8)
-    shape.commit()
+    rule_grid(page, x_edges, top, row_h, len(rows))
     for r, row in enumerate(rows):
         for c, text in enumerate(row):
             font = "hebo" if r == 0 else "helv"
@@ -151,13 +156,7 @@ def _ruled_grid(texts: list[list[str]]) -> tuple[np.ndarray, Box, list[OcrLine]]
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=400)
     x_edges, top, row_h = [72, 132, 523], 60, 30
-    shape = page.new_shape()
-    for r in range(len(texts) + 1):
-        shape.draw_line((x_edges[0], top + r * row_h), (x_edges[-1], top + r * row_h))
-    for x in x_edges:
-        shape.draw_line((x, top), (x, top + len(texts) * row_h))
-    shape.finish(color=(0, 0, 0), width=0.8)
-    shape.commit()
+    rule_grid(page, x_edges, top, row_h, len(texts))
     lines = []
     for r, row in enumerate(texts):
         for c, text in enumerate(row):
