@@ -79,7 +79,7 @@ def said_right(asked: Asked) -> Callable[[str], bool] | None:
     no document answers)."""
     if asked.answer_format == "None":
         return None
-    return lambda text: right(replace(asked, answer=text, mode=""))
+    return lambda text: right(replace(asked, answer=text))
 
 
 def mmlongbench_figures(

@@ -172,47 +172,61 @@ def chance_of(
     return chance_said(services, judges)
 
 
+def doc_chunks(services: Any) -> Callable[[str], list[Any] | None]:
+    """The chunks of the indexed document of a PDF stem (None when it is not indexed), each
+    document read from the store once."""
+    ids = doc_ids_by_stem(services)
+    read: dict[str, list[Any]] = {}
+
+    def chunks(stem: str) -> list[Any] | None:
+        if stem not in ids:
+            return None
+        if stem not in read:
+            read[stem] = list(services.store.chunks(ids[stem]))
+        return read[stem]
+
+    return chunks
+
+
 def chance_said(
-    services: Any, wanted: Sequence[tuple[Callable[[str], bool] | None, str]]
+    services: Any,
+    wanted: Sequence[tuple[Callable[[str], bool] | None, str]],
+    chunks: Callable[[str], list[Any] | None] | None = None,
 ) -> list[float | None]:
     """For each (judge of a text, PDF stem), the share of the sentences of folio's chunks of
-    that document the judge counts as right (None: no sentences, or no judge)."""
+    that document the judge counts as right (None: no sentences, or no judge); `chunks` as
+    `doc_chunks` gives them."""
     from retrieval.text_terms import sentence_spans
 
-    ids = doc_ids_by_stem(services)
+    chunks = chunks or doc_chunks(services)
     sentences: dict[str, list[str]] = {}
     found: list[float | None] = []
     for judge, stem in wanted:
-        if stem not in ids or judge is None:
+        read = chunks(stem)
+        if read is None or judge is None:
             found.append(None)
             continue
         if stem not in sentences:
-            texts = [c.text for c in services.store.chunks(ids[stem])]
-            sentences[stem] = [t[a:b] for t in texts for a, b in sentence_spans(t)]
+            sentences[stem] = [c.text[a:b] for c in read for a, b in sentence_spans(c.text)]
         said = sentences[stem]
         found.append(sum(judge(s) for s in said) / len(said) if said else None)
     return found
 
 
-def line_chance_of(services: Any, cases: Sequence[Any]) -> dict[str, float | None]:
+def line_chance_of(
+    services: Any, cases: Sequence[Any], chunks: Callable[[str], list[Any] | None] | None = None
+) -> dict[str, float | None]:
     """For each MMDocIR `BoxCase`, the share of the lines of folio's chunks of its document that
     lie in one of its gold boxes: the rate at which a random line of the gold document would be
-    cited in a box (None: no lines)."""
+    cited in a box (None: no lines); `chunks` as `doc_chunks` gives them."""
     from eval.evidence_boxes import in_gold_box
 
-    ids = doc_ids_by_stem(services)
-    lines: dict[str, list[tuple[int, Any]]] = {}
+    chunks = chunks or doc_chunks(services)
     found: dict[str, float | None] = {}
     for case in cases:
-        if case.doc not in ids:
-            found[case.question] = None
-            continue
-        if case.doc not in lines:
-            chunks = services.store.chunks(ids[case.doc])
-            lines[case.doc] = [(ln.page, tuple(ln.bbox)) for c in chunks for ln in c.lines]
-        mine = lines[case.doc]
-        hits = sum(in_gold_box(case, (case.doc, page, box)) for page, box in mine)
-        found[case.question] = hits / len(mine) if mine else None
+        lines = [(ln.page, tuple(ln.bbox)) for c in chunks(case.doc) or [] for ln in c.lines]
+        hits = sum(in_gold_box(case, (case.doc, page, box)) for page, box in lines)
+        found[case.question] = hits / len(lines) if lines else None
     return found
 
 

@@ -58,6 +58,7 @@ from eval.answer_sets import (
     ask_all,
     chance_of,
     chance_said,
+    doc_chunks,
     doc_ids_by_stem,
     financebench_questions,
     line_chance_of,
@@ -230,8 +231,9 @@ def _run_index(
         ask_all(services, asked, pdfs)
         mine = user_questions(users, dataset, stems, split)
         ask_all(services, mine, pdfs)
-        judged = [a for a in asked if dataset == "mmlongbench"] + mine
-        chances = chance_said(services, [(said_right(a), a.doc) for a in judged])
+        chunks = doc_chunks(services)
+        judged = (asked if dataset == "mmlongbench" else []) + mine
+        chances = chance_said(services, [(said_right(a), a.doc) for a in judged], chunks)
         for a, chance in zip(judged, chances, strict=True):
             a.chance = chance
         if dataset == "financebench":
@@ -249,7 +251,7 @@ def _run_index(
             boxes = {c.question: c for c in load_box_cases(args.data, pdfs)}
             wrong, own = [], []
             figures = mmlongbench_figures(
-                asked, boxes, line_chance_of(services, list(boxes.values()))
+                asked, boxes, line_chance_of(services, list(boxes.values()), chunks)
             )
         else:
             wrong, own, figures = [], [], {}
