@@ -106,7 +106,7 @@ class CpuOcrOptions(BaseModel):
 # Bump whenever a change to folio's own code alters what an engine gives for the same page (layout,
 # tables, furniture, line boxes): it is part of every page cache key, so older pages are read again.
 # A change to the text-layer engine alone bumps its own `TEXT_LAYER_VERSION` instead.
-EXTRACTION_VERSION = "6"  # 6: sideways OCR runs read both ways, grids of one-cell rows no tables
+EXTRACTION_VERSION = "7"  # 7: scanned tables' rows anchored on their text lines
 
 
 class ExtractOptions(BaseModel):

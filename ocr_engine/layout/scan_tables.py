@@ -2,10 +2,12 @@
 
 SLANet-plus reads the crop's structure as HTML tokens (`<tr>`, `<td`, ` colspan="2"`, `</td>`, ...)
 with one box per cell, in the order of the cells; the tokens are laid on a grid (a spanned cell
-occupies every slot it covers) and each OCR word (a line cut at its spaces, the box divided by
-characters) goes to the cell that holds its centre, or else the one it overlaps most or lies
-nearest. A cell's box is the model's box joined with its words' boxes. Everything here is in the
-upright page's points; the engine maps boxes to the displayed page.
+occupies every slot it covers). Each OCR line's band is matched to a model row (`scan_rows`: the
+model's boxes drift down a long table), and each of its words (the line cut at its spaces, the box
+divided by characters; a sideways line whole) goes to the cell of that row whose box holds its
+middle, or else the nearest by its columns. A cell's box is its words' rows across the model's
+width and theirs. Everything here is in the upright page's points; the engine maps boxes to the
+displayed page.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import median
 
 import numpy as np
 
 from ocr_engine.geometry import Box, area, intersection, rounded, union
 from ocr_engine.layout.ocr_layout import OcrLine
 from ocr_engine.layout.scan_models import ScanModels
+from ocr_engine.layout.scan_rows import bands_of, rows_of_bands
 from ocr_engine.layout.tables import assemble
 from ocr_engine.schema import Block, BlockType, Line, TableCell
 
@@ -79,9 +83,12 @@ def grid_cells(tokens: list[str]) -> list[GridCell]:
 
 
 def split_words(line: OcrLine) -> list[tuple[str, Box]]:
-    """A line's words, each with the share of the line's box its characters take."""
+    """A line's words, each with the share of the line's box its characters take; a sideways
+    line (taller than wide) is one run, kept whole in one cell."""
     text = line.text
     x0, y0, x1, y1 = line.box
+    if y1 - y0 > x1 - x0 and len(text.split()) > 1:
+        return [(" ".join(text.split()), line.box)]
     per_char = (x1 - x0) / max(len(text), 1)
     out = []
     for match in re.finditer(r"\S+", text):
@@ -155,14 +162,12 @@ def read_table(
         )
         for q in quads[: len(grid)]
     ]
-    held: list[list[tuple[int, str, Box]]] = [[] for _ in grid]
-    for order, line in enumerate(sorted(lines, key=lambda ln: (ln.box[1], ln.box[0]))):
-        for text, word in split_words(line):
-            held[_home(word, boxes)].append((order, text, word))
+    ordered = sorted(lines, key=lambda ln: (ln.box[1], ln.box[0]))
+    held = _held_by_rows(grid, boxes, ordered)
     cells = []
     for spot, cell_box, words in zip(grid, boxes, held, strict=True):
         words.sort(key=lambda item: (item[0], item[2][0]))
-        joined = union([cell_box, *(item[2] for item in words)])
+        joined = _cell_box(cell_box, [item[2] for item in words])
         cells.append(
             TableCell(
                 row=spot.row,
@@ -179,6 +184,95 @@ def read_table(
     if n_rows < 2 or n_cols < 2 or sum(1 for c in cells if c.text) < 2 or not _rows_of_cells(cells):
         return None
     return ScanTable(cells, n_rows, n_cols, union([box, *(c.bbox for c in cells if c.bbox)]))
+
+
+def _held_by_rows(
+    grid: list[GridCell], boxes: list[Box], lines: list[OcrLine]
+) -> list[list[tuple[int, str, Box]]]:
+    """The words (line order, text, box) each cell holds: each line's band matched to a model
+    row (`scan_rows`), each word to the cell of that row whose columns hold it."""
+    by_model: list[list[tuple[int, str, Box]]] = [[] for _ in grid]
+    for order, line in enumerate(lines):
+        for text, word in split_words(line):
+            by_model[_home(word, boxes)].append((order, text, word))
+    n_rows = max((g.row + g.row_span for g in grid), default=0)
+    spans = _row_spans(grid, boxes, n_rows)
+    bands, band_of = bands_of([line.box for line in lines])
+    if not bands or any(span is None for span in spans):
+        return by_model
+    filled = [False] * n_rows
+    for spot, words in zip(grid, by_model, strict=True):
+        filled[spot.row] = filled[spot.row] or bool(words)
+    row_of = rows_of_bands(bands, [s for s in spans if s is not None], filled)
+    columns = _column_spans(grid, boxes)
+    held: list[list[tuple[int, str, Box]]] = [[] for _ in grid]
+    for order, line in enumerate(lines):
+        row = row_of[band_of[order]]
+        across = [i for i, g in enumerate(grid) if g.row <= row < g.row + g.row_span]
+        for text, word in split_words(line):
+            home = _in_columns(grid, boxes, across, columns, word) if across else _home(word, boxes)
+            held[home].append((order, text, word))
+    return held
+
+
+def _in_columns(
+    grid: list[GridCell],
+    boxes: list[Box],
+    across: list[int],
+    columns: list[tuple[float, float]],
+    word: Box,
+) -> int:
+    """The cell among `across` whose own box's width holds the word's middle (of several, the one
+    whose middle is nearest; of none, the nearest by its columns)."""
+    middle = (word[0] + word[2]) / 2
+    holding = [i for i in across if boxes[i][0] <= middle <= boxes[i][2]]
+    if holding:
+        return min(holding, key=lambda i: abs(middle - (boxes[i][0] + boxes[i][2]) / 2))
+
+    def away(i: int) -> float:
+        left = columns[grid[i].col][0]
+        right = columns[grid[i].col + grid[i].col_span - 1][1]
+        return max(left - middle, 0.0, middle - right)
+
+    return min(across, key=away)
+
+
+def _row_spans(
+    grid: list[GridCell], boxes: list[Box], n_rows: int
+) -> list[tuple[float, float] | None]:
+    """Each model row's vertical span: the medians of its one-row cells' tops and bottoms (of the
+    cells over it, when none is one row high)."""
+    spans: list[tuple[float, float] | None] = []
+    for row in range(n_rows):
+        own = [b for g, b in zip(grid, boxes, strict=True) if g.row == row and g.row_span == 1]
+        own = own or [
+            b for g, b in zip(grid, boxes, strict=True) if g.row <= row < g.row + g.row_span
+        ]
+        spans.append((median(b[1] for b in own), median(b[3] for b in own)) if own else None)
+    return spans
+
+
+def _column_spans(grid: list[GridCell], boxes: list[Box]) -> list[tuple[float, float]]:
+    """Each column's horizontal span: the medians of its one-column cells' edges (of the cells
+    over it, when none is one column wide)."""
+    n_cols = max(g.col + g.col_span for g in grid)
+    spans = []
+    for col in range(n_cols):
+        own = [b for g, b in zip(grid, boxes, strict=True) if g.col == col and g.col_span == 1]
+        own = own or [
+            b for g, b in zip(grid, boxes, strict=True) if g.col <= col < g.col + g.col_span
+        ]
+        spans.append((median(b[0] for b in own), median(b[2] for b in own)))
+    return spans
+
+
+def _cell_box(model: Box, words: list[Box]) -> Box:
+    """A cell's box: the model's, or with words the rows of its words across the model's width
+    and theirs (the model's box may sit a row off down a long table)."""
+    if not words:
+        return model
+    x0, y0, x1, y1 = union(words)
+    return (min(model[0], x0), y0, max(model[2], x1), y1)
 
 
 def _rows_of_cells(cells: list[TableCell]) -> bool:
