@@ -88,3 +88,19 @@ def test_a_label_set_midway_between_two_lines_does_not_join_them_into_one_band()
 def test_a_sideways_line_is_one_run_in_one_cell() -> None:
     [(text, box)] = split_words(OcrLine(text="No Authority", box=(526, 431, 533, 490)))
     assert text == "No Authority" and box == (526, 431, 533, 490)
+
+
+def test_the_words_of_one_band_in_one_cell_read_left_to_right() -> None:
+    """Two figures the model puts in one cell, the right one printed a point higher: read in
+    the order they stand, not the order of their tops."""
+    from ocr_engine.layout.scan_tables import GridCell, _held_by_rows
+
+    grid = [GridCell(0, 0, 1, 1, False), GridCell(0, 1, 1, 1, False)]
+    boxes: list[Box] = [(40, 100, 200, 112), (210, 100, 400, 112)]
+    lines = [
+        OcrLine(text="White, Non-Hispanic", box=(42, 101, 150, 111)),
+        OcrLine(text="21*", box=(330, 100, 350, 110)),
+        OcrLine(text="16", box=(250, 101, 262, 111)),
+    ]
+    held = _held_by_rows(grid, boxes, sorted(lines, key=lambda ln: (ln.box[1], ln.box[0])))
+    assert [t for _, t, _ in sorted(held[1], key=lambda w: (w[0], w[2][0]))] == ["16", "21*"]

@@ -189,8 +189,8 @@ def read_table(
 def _held_by_rows(
     grid: list[GridCell], boxes: list[Box], lines: list[OcrLine]
 ) -> list[list[tuple[int, str, Box]]]:
-    """The words (line order, text, box) each cell holds: each line's band matched to a model
-    row (`scan_rows`), each word to the cell of that row whose columns hold it."""
+    """The words (band or line order, text, box) each cell holds: each line's band matched to a
+    model row (`scan_rows`), each word to the cell of that row whose columns hold it."""
     by_model: list[list[tuple[int, str, Box]]] = [[] for _ in grid]
     for order, line in enumerate(lines):
         for text, word in split_words(line):
@@ -211,7 +211,7 @@ def _held_by_rows(
         across = [i for i, g in enumerate(grid) if g.row <= row < g.row + g.row_span]
         for text, word in split_words(line):
             home = _in_columns(grid, boxes, across, columns, word) if across else _home(word, boxes)
-            held[home].append((order, text, word))
+            held[home].append((band_of[order], text, word))  # a band's words read left to right
     return held
 
 
