@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pymupdf
-import pytest
 
 from ocr_engine.geometry import Box
 from ocr_engine.layout.ocr_layout import OcrLine
 from ocr_engine.layout.scan_models import ScanModels
 from ocr_engine.layout.scan_rows import bands_of, rows_of_bands
 from ocr_engine.layout.scan_tables import read_table, split_words
-from ocr_engine.schema import BlockType
 
 ROW_H = 13.6  # points a row of a banded statement, as in a 10-K's balance sheet
 
@@ -106,51 +104,3 @@ def test_the_words_of_one_band_in_one_cell_read_left_to_right() -> None:
     ]
     held = _held_by_rows(grid, boxes, sorted(lines, key=lambda ln: (ln.box[1], ln.box[0])))
     assert [t for _, t, _ in sorted(held[1], key=lambda w: (w[0], w[2][0]))] == ["16", "21*"]
-
-
-def test_a_big_figure_the_layout_model_calls_a_statement_is_read_as_a_table(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The layout model takes some statements set without rules for one big picture (0.96 on a
-    10-K's balance sheet); a picture over a third of the page is text it mistook, so the table
-    model reads it, and it is a table when it reads rows of cells in it."""
-    from ocr_engine.layout import scan_layout
-
-    image, box, lines, written = _statement(40)
-    picture = scan_layout.Region(BlockType.figure, box, 0.96, "figure")
-    monkeypatch.setattr(scan_layout, "detect_regions", lambda *_: [picture])
-    laid = scan_layout.lay_out(ScanModels(), image, 150 / 72, lines, 612, 792)
-    [table] = laid.tables.values()
-    rows: dict[int, list[tuple[int, str]]] = {}
-    for cell in table.cells:
-        if cell.text:
-            rows.setdefault(cell.row, []).append((cell.col, cell.text))
-    assert [[t for _, t in sorted(c)] for _, c in sorted(rows.items())] == written
-    assert not [b for b in laid.blocks if b.type == BlockType.figure]
-
-
-def test_a_big_figure_of_running_text_stays_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ocr_engine.layout import scan_layout
-
-    doc = pymupdf.open()
-    page = doc.new_page(width=612, height=792)
-    sentence = "The harbour master counts the ships that call and the cargo that they land. "
-    page.insert_textbox(pymupdf.Rect(60, 80, 550, 700), sentence * 40, fontsize=11)
-    lines = [
-        OcrLine(text=" ".join(w[4] for w in row), box=(row[0][0], row[0][1], row[-1][2], row[0][3]))
-        for row in _rows_of_words(page)
-    ]
-    pix = page.get_pixmap(dpi=150)
-    image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)[..., :3]
-    picture = scan_layout.Region(BlockType.figure, (55, 75, 555, 705), 0.9, "figure")
-    monkeypatch.setattr(scan_layout, "detect_regions", lambda *_: [picture])
-    laid = scan_layout.lay_out(ScanModels(), np.ascontiguousarray(image), 150 / 72, lines, 612, 792)
-    assert not laid.tables
-    assert any(b.type == BlockType.text and b.lines for b in laid.blocks)
-
-
-def _rows_of_words(page: pymupdf.Page) -> list[list[tuple[float, float, float, float, str]]]:
-    rows: dict[tuple[int, int], list[tuple[float, float, float, float, str]]] = {}
-    for x0, y0, x1, y1, word, block, line, _ in page.get_text("words"):
-        rows.setdefault((block, line), []).append((x0, y0, x1, y1, word))
-    return list(rows.values())

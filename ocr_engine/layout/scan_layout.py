@@ -7,13 +7,10 @@ table give their lines to it. A title region is a title (the first page's larges
 top third) or a section header, level 1 or 2 by its line height against the body's; a text region
 is cut into list items at bullet lines; a figure keeps the text read inside it, in the order the
 heuristics of `ocr_layout` read it; a table region goes to the table-structure model
-(`scan_tables`), and so does a figure over `BIG_FIGURE` of the page, which is text the model took
-for a picture (a statement set without rules): it is a table when the table model reads rows of
-cells in it, and its lines are laid out as text otherwise. Lines outside every region are laid out
-by those heuristics. Blocks are ordered by the XY-cut on the regions' boxes (`reading_order`), so
-columns stay apart, also around a picture set between them. Everything is in the upright page's
-points. A raster figure of a text-layer page, rendered alone, is a table when a table region covers
-most of it (`figure_table`).
+(`scan_tables`). Lines outside every region are laid out by those heuristics. Blocks are ordered by
+the XY-cut on the regions' boxes (`reading_order`), so columns stay apart, also around a picture set
+between them. Everything is in the upright page's points. A raster figure of a text-layer page,
+rendered alone, is a table when a table region covers most of it (`figure_table`).
 """
 
 from __future__ import annotations
@@ -211,8 +208,7 @@ def lay_out(
     out = ScanLayout([])
     for region, inside in zip(regions, held, strict=True):
         text_lines = _text_lines(inside)
-        big = region.type == BlockType.figure and area(region.box) >= BIG_FIGURE * page_w * page_h
-        if (region.type == BlockType.table or big) and inside and tables:
+        if region.type == BlockType.table and inside and tables:
             table = read_table(models, image, zoom, region.box, inside)
             if table is not None:
                 block = LayoutBlock(BlockType.table, text_lines, box=table.bbox)
@@ -221,7 +217,7 @@ def lay_out(
                 continue
         if region.type == BlockType.table:
             rest.extend(inside)  # a table the model cannot read is laid out as text
-        elif big:
+        elif region.type == BlockType.figure and area(region.box) >= BIG_FIGURE * page_w * page_h:
             rest.extend(inside)  # mostly running text the model took for a picture
             out.blocks.append(LayoutBlock(BlockType.figure, box=region.box))
         elif region.type == BlockType.figure:
