@@ -106,9 +106,8 @@ class CpuOcrOptions(BaseModel):
 # Bump whenever a change to folio's own code alters what an engine gives for the same page (layout,
 # tables, furniture, line boxes): it is part of every page cache key, so older pages are read again.
 # A change to the text-layer engine alone bumps its own `TEXT_LAYER_VERSION` instead.
-EXTRACTION_VERSION = (
-    "8"  # 7: scanned tables' rows anchored on their text lines; 8: a band's words left to right
-)
+# 7: scanned tables' rows anchored on their text lines; 8: a band's words read left to right
+EXTRACTION_VERSION = "8"
 
 
 class ExtractOptions(BaseModel):

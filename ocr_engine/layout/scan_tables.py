@@ -195,16 +195,16 @@ def _held_by_rows(
     for order, line in enumerate(lines):
         for text, word in split_words(line):
             by_model[_home(word, boxes)].append((order, text, word))
-    n_rows = max((g.row + g.row_span for g in grid), default=0)
-    spans = _row_spans(grid, boxes, n_rows)
+    row_spans, col_spans = _spans(grid, boxes, rows=True), _spans(grid, boxes, rows=False)
     bands, band_of = bands_of([line.box for line in lines])
-    if not bands or any(span is None for span in spans):
+    spans = [s for s in row_spans if s is not None]
+    columns = [s for s in col_spans if s is not None]
+    if not bands or len(spans) < len(row_spans) or len(columns) < len(col_spans):
         return by_model
-    filled = [False] * n_rows
+    filled = [False] * len(spans)
     for spot, words in zip(grid, by_model, strict=True):
         filled[spot.row] = filled[spot.row] or bool(words)
-    row_of = rows_of_bands(bands, [s for s in spans if s is not None], filled)
-    columns = _column_spans(grid, boxes)
+    row_of = rows_of_bands(bands, spans, filled)
     held: list[list[tuple[int, str, Box]]] = [[] for _ in grid]
     for order, line in enumerate(lines):
         row = row_of[band_of[order]]
@@ -237,32 +237,20 @@ def _in_columns(
     return min(across, key=away)
 
 
-def _row_spans(
-    grid: list[GridCell], boxes: list[Box], n_rows: int
-) -> list[tuple[float, float] | None]:
-    """Each model row's vertical span: the medians of its one-row cells' tops and bottoms (of the
-    cells over it, when none is one row high)."""
+def _spans(grid: list[GridCell], boxes: list[Box], rows: bool) -> list[tuple[float, float] | None]:
+    """Each model row's vertical span (`rows`) or each column's horizontal one: the medians of
+    the edges of its cells one row (column) wide, or of the cells over it when none is (None when
+    no cell covers it)."""
+    low, high = (1, 3) if rows else (0, 2)
+    placed = [
+        ((g.row, g.row_span) if rows else (g.col, g.col_span), b)
+        for g, b in zip(grid, boxes, strict=True)
+    ]
     spans: list[tuple[float, float] | None] = []
-    for row in range(n_rows):
-        own = [b for g, b in zip(grid, boxes, strict=True) if g.row == row and g.row_span == 1]
-        own = own or [
-            b for g, b in zip(grid, boxes, strict=True) if g.row <= row < g.row + g.row_span
-        ]
-        spans.append((median(b[1] for b in own), median(b[3] for b in own)) if own else None)
-    return spans
-
-
-def _column_spans(grid: list[GridCell], boxes: list[Box]) -> list[tuple[float, float]]:
-    """Each column's horizontal span: the medians of its one-column cells' edges (of the cells
-    over it, when none is one column wide)."""
-    n_cols = max(g.col + g.col_span for g in grid)
-    spans = []
-    for col in range(n_cols):
-        own = [b for g, b in zip(grid, boxes, strict=True) if g.col == col and g.col_span == 1]
-        own = own or [
-            b for g, b in zip(grid, boxes, strict=True) if g.col <= col < g.col + g.col_span
-        ]
-        spans.append((median(b[0] for b in own), median(b[2] for b in own)))
+    for k in range(max(first + width for (first, width), _ in placed)):
+        own = [b for (first, width), b in placed if first == k and width == 1]
+        own = own or [b for (first, width), b in placed if first <= k < first + width]
+        spans.append((median(b[low] for b in own), median(b[high] for b in own)) if own else None)
     return spans
 
 
