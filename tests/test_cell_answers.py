@@ -195,6 +195,25 @@ def test_a_table_whose_first_row_is_figures_has_no_header() -> None:
     ]
 
 
+def test_a_blank_row_is_no_header_separator() -> None:
+    """A row of empty cells (a spacer between a statement's blocks) is a blank row: the rows
+    above it stay rows with their own labels, not headings over the rows below it."""
+    chunk = rows_chunk(
+        [
+            "| | 2022 | 2021 |",
+            "| Income before income taxes | 903 | 1,461 |",
+            "| Net income attributable to the company | 1,473 | 1,254 |",
+            "| | | |",
+            "| Earnings per share | | |",
+            "| Basic | 3.52 | 2.44 |",
+        ]
+    )
+    texts = [c.text for c in table_cells(chunk)]
+    assert "Net income attributable to the company, 2022: 1,473" in texts
+    assert "Basic, 2021: 2.44" in texts
+    assert not any("903" in t and "Basic" in t for t in texts), texts
+
+
 def test_a_row_labels_footnote_marks_are_left_out() -> None:
     """A row label's footnote mark, "Non-U.S. customers (1)", is no part of its name."""
     chunk = rows_chunk(

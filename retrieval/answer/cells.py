@@ -59,6 +59,11 @@ _MAX_HEADER_ROWS = 4
 _NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
 
 
+def _is_separator(cells: list[str]) -> bool:
+    """The markdown row under the headers ("|---|:--:|"); a row of empty cells is a blank row."""
+    return any(cells) and all(_SEPARATOR.match(c) for c in cells if c)
+
+
 def _is_header_row(cells: list[str]) -> bool:
     """No figure but dates and periods: a row of column headings."""
     return not any(ch.isdigit() for ch in _PERIOD_NUMBERS.sub("", " ".join(cells)))
@@ -169,7 +174,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         return []
     n_cols = max(len(cells) for _, cells in rows)
     separator = next(
-        (k for k, (_, cells) in enumerate(rows) if all(_SEPARATOR.match(c) for c in cells if c)),
+        (k for k, (_, cells) in enumerate(rows) if _is_separator(cells)),
         None,
     )
     if separator is None:

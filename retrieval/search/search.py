@@ -152,9 +152,9 @@ class Searcher:
     the pages found fill the results only when there are fewer pages than asked for.
 
     With `names` (doc_id -> file name of the indexed documents), a question that names documents
-    ("3M's FY2018 capex") gets their best pages first, then the rest of the search, provided the
-    plain search finds one of them among its first chunks too; a request's own `doc_ids` filter
-    turns this off.
+    ("3M's FY2018 capex") is searched within them alone, provided the plain search finds one of
+    them among its first chunks too: another company's page never answers it, even when the named
+    file has fewer pages than hits are asked for; a request's own `doc_ids` filter turns this off.
 
     With a `reranker` (a cross-encoder, local or a service), the first `rerank_candidates` fused
     chunks are put in its order before the best chunk of each page is taken; when it fails they
@@ -202,11 +202,11 @@ class Searcher:
         found = self.store.search(vector, fetch, flt, text=text)
         names = self.match(question, flt)
         if names is not None and names.doc_ids:
-            # within them the question is searched whole: its name words still rank the pages
+            # within them alone, with the whole question: its name words still rank the pages
             # that print the name (a filing's statements head "NIKE, Inc."; docs/benchmarks.md)
             narrowed = (flt or SearchFilter()).model_copy(update={"doc_ids": names.doc_ids})
             if self._agrees(narrowed, found):
-                found = self.store.search(vector, fetch, narrowed, text=text) + found
+                found = self.store.search(vector, fetch, narrowed, text=text)
         there: list[ScoredChunk] = []
         place = None
         if flt is None or (flt.page_from is None and flt.page_to is None):
