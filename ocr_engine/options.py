@@ -106,8 +106,9 @@ class CpuOcrOptions(BaseModel):
 # Bump whenever a change to folio's own code alters what an engine gives for the same page (layout,
 # tables, furniture, line boxes): it is part of every page cache key, so older pages are read again.
 # A change to the text-layer engine alone bumps its own `TEXT_LAYER_VERSION` instead.
-# 7: scanned tables' rows anchored on their text lines; 8: a band's words read left to right
-EXTRACTION_VERSION = "8"
+# 7: scanned tables' rows anchored on their text lines; 8: a band's words read left to right;
+# 10: a big figure whose rows line up figures is read as a table (9 was a try, reverted)
+EXTRACTION_VERSION = "10"
 
 
 class ExtractOptions(BaseModel):

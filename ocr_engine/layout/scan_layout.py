@@ -7,10 +7,13 @@ table give their lines to it. A title region is a title (the first page's larges
 top third) or a section header, level 1 or 2 by its line height against the body's; a text region
 is cut into list items at bullet lines; a figure keeps the text read inside it, in the order the
 heuristics of `ocr_layout` read it; a table region goes to the table-structure model
-(`scan_tables`). Lines outside every region are laid out by those heuristics. Blocks are ordered by
-the XY-cut on the regions' boxes (`reading_order`), so columns stay apart, also around a picture set
-between them. Everything is in the upright page's points. A raster figure of a text-layer page,
-rendered alone, is a table when a table region covers most of it (`figure_table`).
+(`scan_tables`), and so does a figure over `BIG_FIGURE` of the page whose rows nearly all line up
+figures in columns beside their labels (`STATEMENT`): a statement set without rules, which the
+layout model may take for one picture. Lines outside every region are laid out by those
+heuristics. Blocks are ordered by the XY-cut on the regions' boxes (`reading_order`), so columns
+stay apart, also around a picture set between them. Everything is in the upright page's points. A
+raster figure of a text-layer page, rendered alone, is a table when a table region covers most of
+it (`figure_table`).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from ocr_engine.layout.layout import LayoutBlock, is_bullet
 from ocr_engine.layout.ocr_layout import OcrLine, body_height, group_paragraphs, layout_page
 from ocr_engine.layout.reading_order import reading_order
 from ocr_engine.layout.scan_models import ScanModels
-from ocr_engine.layout.scan_tables import ScanTable, read_table
-from ocr_engine.layout.textlayer import TextLine
+from ocr_engine.layout.scan_tables import ScanTable, read_table, split_words
+from ocr_engine.layout.textlayer import TextLine, Word
+from ocr_engine.layout.unruled_tables import tabular_share
 from ocr_engine.schema import BlockType
 
 __all__ = ["REGION_TYPES", "Region", "ScanLayout", "detect_regions", "figure_table", "lay_out"]
@@ -37,6 +41,7 @@ INSIDE = 0.8  # a text region this much inside a figure or table is part of it
 BIG_FIGURE = 0.35  # share of the page area above which a figure does not swallow text regions
 SAME = 0.7  # regions of different labels overlapping this much (IoU): the likelier one stays
 FIGURE_TABLE = 0.5  # a picture is a table when a table region covers this share of it
+STATEMENT = 0.75  # a big figure is a table when this share of its rows line up figures in columns
 
 REGION_TYPES: dict[str, BlockType] = {
     "text": BlockType.text,
@@ -208,7 +213,9 @@ def lay_out(
     out = ScanLayout([])
     for region, inside in zip(regions, held, strict=True):
         text_lines = _text_lines(inside)
-        if region.type == BlockType.table and inside and tables:
+        big = region.type == BlockType.figure and area(region.box) >= BIG_FIGURE * page_w * page_h
+        statement = big and _is_statement(inside)
+        if (region.type == BlockType.table or statement) and inside and tables:
             table = read_table(models, image, zoom, region.box, inside)
             if table is not None:
                 block = LayoutBlock(BlockType.table, text_lines, box=table.bbox)
@@ -217,7 +224,7 @@ def lay_out(
                 continue
         if region.type == BlockType.table:
             rest.extend(inside)  # a table the model cannot read is laid out as text
-        elif region.type == BlockType.figure and area(region.box) >= BIG_FIGURE * page_w * page_h:
+        elif big:
             rest.extend(inside)  # mostly running text the model took for a picture
             out.blocks.append(LayoutBlock(BlockType.figure, box=region.box))
         elif region.type == BlockType.figure:
@@ -240,6 +247,17 @@ def lay_out(
         if block.type not in _HOLDERS and block.lines:
             block.box = None  # a block of text is as wide as its lines
     return out
+
+
+def _is_statement(lines: list[OcrLine]) -> bool:
+    """Whether most of the lines' rows line up figures in columns beside their labels: a
+    statement set without rules, which the layout model may take for one big picture."""
+    words = [
+        Word((0, i, j), text, box, box)
+        for i, line in enumerate(lines)
+        for j, (text, box) in enumerate(split_words(line))
+    ]
+    return tabular_share(words) >= STATEMENT
 
 
 def figure_table(

@@ -21,6 +21,7 @@ __all__ = [
     "find_unruled_tables",
     "heads_columns",
     "numeric_tokens",
+    "tabular_share",
     "visual_rows",
 ]
 
@@ -119,6 +120,12 @@ def _segments(row: list[Word]) -> list[Segment]:
         else:
             merged.append(seg)
     return merged
+
+
+def tabular_share(words: list[Word]) -> float:
+    """The share of the words' visual rows that lie in runs of rows whose figures line up."""
+    rows = visual_rows(words)
+    return sum(len(run) for run in _runs(rows)) / len(rows) if rows else 0.0
 
 
 def _is_tabular(row: VisualRow) -> bool:
