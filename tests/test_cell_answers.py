@@ -454,3 +454,20 @@ def test_the_unit_is_said_once_after_the_value() -> None:
     assert [c.text for c in table_cells(chunk)][1] == (
         "Total revenues, September 30: $ 2,984,859 (in thousands, except for per share data)"
     )
+
+
+def test_a_heading_centred_over_a_group_of_columns_heads_the_whole_group() -> None:
+    """A spanning heading is set over the middle of its columns; where the row under it repeats
+    its run of headings ("July 1, | June 25, | Change" twice), each run is one heading's group,
+    so the group's first column is not the heading on its left's."""
+    chunk = rows_chunk(
+        [
+            "| | Three Months Ended | | | | Nine Months Ended | |",
+            "| | July 1, 2023 | June 25, 2022 | Change | July 1, 2023 | June 25, 2022 | Change |",
+            "| Tablets | 5,791 | 7,224 | (20)% | 21,857 | 22,118 | (1)% |",
+        ]
+    )
+    texts = [c.text for c in table_cells(chunk)]
+    assert "Tablets, Three Months Ended, July 1, 2023: 5,791" in texts
+    assert "Tablets, Nine Months Ended, July 1, 2023: 21,857" in texts, texts
+    assert "Tablets, Three Months Ended, Change: (20)%" in texts

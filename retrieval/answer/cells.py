@@ -113,16 +113,39 @@ def _headers(rows: list[list[str]], n_cols: int) -> list[str]:
     for depth, row in enumerate(rows):
         carried = ""
         spans = depth < len(rows) - 1 and 2 * sum(1 for c in row[1:] if c) <= n_cols - 1
+        width = _group_width(rows[depth + 1 :], n_cols) if spans else 0
         for col in range(n_cols):
             text = row[col] if col < len(row) else ""
             if text:
                 beside = col > 1 and col - 1 < len(row) and bool(row[col - 1])
                 carried = "" if beside or (col == 0 and depth > 0) else text
+            elif spans and col > 0 and width:
+                text = _heading_of_group(row, col, width)
             elif spans and col > 0:
                 text = carried
             if text and text not in per_col[col]:
                 per_col[col].append(text)
     return [_joined(parts) for parts in per_col]
+
+
+def _group_width(rows: list[list[str]], n_cols: int) -> int:
+    """How many columns a group spans when a header row below repeats its run of headings over
+    the figure columns ("July 1, | June 25, | Change" twice): a heading over a group heads the
+    whole group, wherever in it it is centred; 0 when no row repeats."""
+    for row in rows:
+        cells = [row[c] if c < len(row) else "" for c in range(1, n_cols)]
+        for width in range(1, len(cells) // 2 + 1):
+            repeats = all(cells[i] == cells[i % width] for i in range(len(cells)))
+            if len(cells) % width == 0 and any(cells[:width]) and repeats:
+                return width
+    return 0
+
+
+def _heading_of_group(row: list[str], col: int, width: int) -> str:
+    """The one heading of the row over the group of figure columns that holds `col`."""
+    start = 1 + (col - 1) // width * width
+    found = [row[c] for c in range(start, min(start + width, len(row))) if row[c]]
+    return found[0] if len(found) == 1 else ""
 
 
 def _with_sign_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
