@@ -471,3 +471,24 @@ def test_a_heading_centred_over_a_group_of_columns_heads_the_whole_group() -> No
     assert "Tablets, Three Months Ended, July 1, 2023: 5,791" in texts
     assert "Tablets, Nine Months Ended, July 1, 2023: 21,857" in texts, texts
     assert "Tablets, Three Months Ended, Change: (20)%" in texts
+
+
+def test_a_rows_date_names_the_row_and_its_words_are_cells_too() -> None:
+    """In a ledger of sales a day's date names the row (which sale), as its product does, so the
+    row's figures are said with it; the cells of words in a row of figures (a remark) are
+    candidates too. A date that is a row's only figure stays its value."""
+    chunk = rows_chunk(
+        [
+            "| Product | Date | Quantity | Remark |",
+            "| --- | --- | --- | --- |",
+            "| Widget C | 2024-01-04 00:00:00 | 12 | hail damaged the crates |",
+            "| Widget C | March 7, 2024 | 3 | |",
+            "| Founded | 12/03/2009 | | |",
+        ]
+    )
+    texts = [c.text for c in table_cells(chunk)]
+    assert "Widget C, 2024-01-04 00:00:00, Quantity: 12" in texts, texts
+    assert "Widget C, March 7, 2024, Quantity: 3" in texts
+    assert "Widget C, 2024-01-04 00:00:00, Remark: hail damaged the crates" in texts
+    assert "Founded, Date: 12/03/2009" in texts
+    assert not any(t.startswith("Widget C, Date") for t in texts)

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import pymupdf
 
-from ocr_engine.geometry import Box, centre_inside, union
+from ocr_engine.geometry import Box, centre_inside, rounded, union
 from ocr_engine.inputs.office_links import linked
 from ocr_engine.inputs.office_structure import EMBEDDED_NAME, Item, SourceTable, Structure
 from ocr_engine.layout.tables import assemble
@@ -310,7 +310,8 @@ def _table_block(cells: list[TableCell], page: int) -> Block:
     n_rows, n_cols = len(rows), len(cols)
     boxes = [c.bbox for c in packed if c.bbox is not None]
     found = assemble(packed, n_rows, n_cols, union(boxes))
-    lines = [Line(text=c.text, bbox=c.bbox) for c in packed if c.bbox is not None]
+    # one line a markdown row, as every engine writes a table: the answer reads rows, not cells
+    lines = [Line(text=row.text, bbox=rounded(row.bbox)) for row in found.rows]
     return Block(
         id=f"p{page}-b0",
         type=BlockType.table,

@@ -8,11 +8,14 @@ periods, at most four: a table whose first row is already figures has no header)
 first non-numeric cell is its label, without footnote marks (with the label of a figureless row
 before it, when it starts in lower case: a label wrapped onto the next line; after the label of a
 figureless row that ends in a colon, "Net sales:", the rows below it down to the one that totals
-it, whose label holds its words, are read as "Net sales, Services"); each of its other
-cells holding a digit is a candidate, with the header texts of its column (an empty cell of an
-upper header row takes the nearest header on its left, as a spanning header is written in its
-first column, unless the row heads half the columns or more, or the header stands right beside
-another: then it is a wrapped line of the headings, "United" over "States"; a column that names
+it, whose label holds its words, are read as "Net sales, Services"; a day's date among its
+figures joins its label, as it names the row: "Widget C, 2024-01-04, Revenue"); each of its
+other cells holding a digit is a candidate, and in a row of figures each cell of words too,
+with the header texts of its column (an empty cell of an upper header row takes the nearest
+header on its left, as a spanning header is written in its first column, or the one heading
+over its group where a header row below repeats a run of headings, unless the row heads half the
+columns or more, or the header stands right beside another: then it is a wrapped line of the
+headings, "United" over "States"; a column that names
 no year takes the year of the heading over the labels, or of the last row below the header
 that holds nothing but a year: a quarterly table's "2016" over that year's rows). A cell's unit
 is its column header's, else the table's (its caption lines, its stub header, a header row that
@@ -55,8 +58,18 @@ _PERIOD_NUMBERS = re.compile(
     r"|\b(?:three|six|nine|twelve|3|6|9|12|13|26|39|52|53)\s+(?:months|weeks)\b",
     re.I,
 )
+_CALENDAR_DATE = re.compile(  # a day's date, a time of day after it allowed: it names a row's when
+    r"^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
+    r"|[A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+\d{4}|\d{1,2}\s+[A-Z][a-z]{2,8}\.?\s+\d{4})"
+    r"(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?$"
+)
 _MAX_HEADER_ROWS = 4
 _NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
+
+
+def _worded(cell: str) -> bool:
+    """A cell of words (a remark, a name), not a sign, a dash or a mark."""
+    return sum(ch.isalpha() for ch in cell) >= 3
 
 
 def _is_separator(cells: list[str]) -> bool:
@@ -226,6 +239,10 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             continue
         start = cells.index(named) + 1
         values = [c for c in range(start, len(cells)) if any(ch.isdigit() for ch in cells[c])]
+        dates = [c for c in values if _CALENDAR_DATE.match(cells[c])]
+        if dates and len(dates) < len(values):  # a sale's date names the sale, as its product does
+            label = ", ".join([label, *(cells[c] for c in dates)])
+            values = [c for c in values if c not in dates]
         going_on = bool(wrapped) and label[0].islower()
         shown = f"{wrapped} {label}" if going_on else label
         if going_on:
@@ -240,6 +257,9 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             own = column_units[col]
             unit = unit_for_row(shown, cells[col], table_unit if own is None else own)
             out.append(TableCellText(index, col, shown, headers[col], cells[col], unit, own == ""))
+        if values:  # a row of figures' cells of words say what its figures are about too
+            words = [c for c in range(start, len(cells)) if c not in values and _worded(cells[c])]
+            out += [TableCellText(index, c, shown, headers[c], cells[c], "", True) for c in words]
         wrapped = label if not values else ""
     return out
 
