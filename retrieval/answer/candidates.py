@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     pass
 
 
+_STOPS = frozenset(".!?:;。！？|")  # a piece ending in one is whole
 _DENSE_WORDS = 48  # a long sentence is embedded by its opening: the cost grows with its length
 
 
@@ -64,7 +65,7 @@ def _candidates(
         chunk = hit.chunk
         text = chunk.text
         rows = [ln for ln in chunk.lines if is_table_row(text[ln.start : ln.end])] if cells else []
-        for start, end in sentence_spans(text):
+        for start, end in _whole_sentences(text):
             if (low or high) and not _on_pages(chunk, start, end, low, high):
                 continue
             if any(ln.start < end and ln.end > start for ln in rows):
@@ -78,6 +79,23 @@ def _candidates(
             terms = frozenset(stems(cell.text))
             sentences.append(_Sentence(index, line.start, line.end, cell.text, terms, cell))
     return sentences
+
+
+def _whole_sentences(text: str) -> list[tuple[int, int]]:
+    """The sentences of the text, one broken across two blocks or lines joined again: a piece
+    that ends without a stop, followed by one that starts in lower case, goes on in it ("Allow
+    1.25 cm of space on each" / "side and at the top")."""
+    spans: list[tuple[int, int]] = []
+    for start, end in sentence_spans(text):
+        if spans and _goes_on(text[spans[-1][0] : spans[-1][1]], text[start]):
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _goes_on(before: str, first: str) -> bool:
+    return first.islower() and before[-1] not in _STOPS and not is_table_row(before)
 
 
 def _on_pages(chunk: Chunk, start: int, end: int, low: int | None, high: int | None) -> bool:
