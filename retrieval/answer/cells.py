@@ -209,21 +209,12 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     if not rows:
         return []
     n_cols = max(len(cells) for _, cells in rows)
-    separator = next(
-        (k for k, (_, cells) in enumerate(rows) if _is_separator(cells)),
-        None,
-    )
-    if separator is None:
-        leading = [_is_header_row(cells) for _, cells in rows[:_MAX_HEADER_ROWS]]
-        n_header = leading.index(False) if False in leading else len(leading)
-        n_header = min(n_header, len(rows) - 1)
-    else:
-        n_header = separator
+    n_header, separated = _header_count(rows)
     header_rows = [cells for _, cells in rows[:n_header]]
     undated = _with_sign_columns(_headers(header_rows, n_cols), [cells for _, cells in rows])
     headers = _dated_by_stub(undated)
     table_unit, column_units = _units(other, header_rows, undated)
-    body = rows[n_header + (separator is not None) :]
+    body = rows[n_header + separated :]
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     section = before = ""  # the rows below a label alone belong to it; the section before it
@@ -239,10 +230,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             continue
         start = cells.index(named) + 1
         values = [c for c in range(start, len(cells)) if any(ch.isdigit() for ch in cells[c])]
-        dates = [c for c in values if _CALENDAR_DATE.match(cells[c])]
-        if dates and len(dates) < len(values):  # a sale's date names the sale, as its product does
-            label = ", ".join([label, *(cells[c] for c in dates)])
-            values = [c for c in values if c not in dates]
+        label, values = _named_by_dates(label, cells, values)
         going_on = bool(wrapped) and label[0].islower()
         shown = f"{wrapped} {label}" if going_on else label
         if going_on:
@@ -262,6 +250,25 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             out += [TableCellText(index, c, shown, headers[c], cells[c], "", True) for c in words]
         wrapped = label if not values else ""
     return out
+
+
+def _header_count(rows: list[tuple[int, list[str]]]) -> tuple[int, bool]:
+    """How many leading rows are the header, and whether a separator row follows them."""
+    separator = next((k for k, (_, cells) in enumerate(rows) if _is_separator(cells)), None)
+    if separator is not None:
+        return separator, True
+    leading = [_is_header_row(cells) for _, cells in rows[:_MAX_HEADER_ROWS]]
+    n_header = leading.index(False) if False in leading else len(leading)
+    return min(n_header, len(rows) - 1), False
+
+
+def _named_by_dates(label: str, cells: list[str], values: list[int]) -> tuple[str, list[int]]:
+    """The row's label and value columns, a day's date among its figures moved to the label: a
+    sale's date names the sale, as its product does (a date that is the only figure stays)."""
+    dates = [c for c in values if _CALENDAR_DATE.match(cells[c])]
+    if not dates or len(dates) == len(values):
+        return label, values
+    return ", ".join([label, *(cells[c] for c in dates)]), [c for c in values if c not in dates]
 
 
 @lru_cache(maxsize=256)
