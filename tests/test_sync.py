@@ -19,7 +19,7 @@ from ingest.cards.cards import document_card
 from ingest.ledger.records import DocStatus, FailureKind
 from ingest.pipeline.chunker import chunk_document
 from ingest.pipeline.failures import RetryPolicy
-from ingest.pipeline.options import windows
+from ingest.pipeline.options import FileResult, windows
 from ingest.pipeline.pipeline import FileStatus, IngestOptions
 from ocr_engine.engines.extract import extract_document
 from ocr_engine.options import ExtractOptions, OcrMode
@@ -342,3 +342,34 @@ def test_a_folders_smallest_files_are_done_first(svc: Services, tmp_path: Path) 
     done: list[str] = []
     svc.sync.ingest_paths([inbox], on_result=lambda r: done.append(Path(r.source).name))
     assert done == ["c empty.pdf", "d broken.pdf", "b volcano.pdf", "a annual review.pdf"]
+
+
+def test_a_new_file_the_server_worker_took_first_is_reported_ingested(
+    svc: Services, folder: Path
+) -> None:
+    """`ingest_paths` beside a running pass (the server's worker) that takes the new file first
+    reports it ok, not unchanged: the call added it, another pass indexed it."""
+    first, second = folder / "volcano.pdf", folder / "sub" / "bakery.pdf"
+    svc.sync.add_files([first])
+    held, release = threading.Event(), threading.Event()
+
+    def hold(_: object) -> None:
+        held.set()
+        release.wait(30)
+
+    worker = threading.Thread(target=lambda: svc.sync.process_pending(on_result=hold))
+    worker.start()
+    assert held.wait(30)
+    results: list[list[FileResult]] = []
+    caller = threading.Thread(target=lambda: results.append(svc.sync.ingest_paths([second])))
+    caller.start()
+    deadline = time.monotonic() + 30
+    while svc.ledger.path_record(str(second)) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()  # the worker's pass goes on to the file the caller added
+    worker.join(30)
+    caller.join(30)
+    [[result]] = results
+    record = svc.ledger.path_record(str(second))
+    assert result.status is FileStatus.ok, result
+    assert record is not None and record.doc_id == result.doc_id

@@ -250,11 +250,13 @@ class Sync(ScanStage):
         document a killed run left). The reports of the scans are appended to `scans`."""
         seen: list[str] = []
         unreadable: list[str] = []
+        fresh: set[str] = set()  # new or changed in this call, whoever processes them
         for path in paths:
             report = self.scan(path) if path.is_dir() else self.add_files([path])
             if scans is not None:
                 scans.append(report)
             unreadable.extend(report.unreadable)
+            fresh.update(report.paths)
             if path.is_dir():
                 seen.extend(self.ledger.paths_under(report.root))
             else:
@@ -273,7 +275,7 @@ class Sync(ScanStage):
             if done is not None and record.doc_id not in reported:
                 results.append(done.model_copy(update={"path": name}))
             else:
-                results.append(self._standing(name, record.doc_id))
+                results.append(self._standing(name, record.doc_id, fresh=name in fresh))
             reported.add(record.doc_id)
         results.extend(r for d, r in processed.items() if d not in reported)
         results.extend(
@@ -303,8 +305,9 @@ class Sync(ScanStage):
         summary.seconds = time.perf_counter() - started
         return summary
 
-    def _standing(self, path: str, doc_id: str) -> FileResult:
-        """A file that needed no work: unchanged, or failed earlier and not due for a retry."""
+    def _standing(self, path: str, doc_id: str, *, fresh: bool = False) -> FileResult:
+        """A file this call did not process: unchanged, failed earlier and not due for a retry,
+        or (`fresh`) new and processed meanwhile by the server's own worker."""
         record = self.ledger.find(doc_id)
         name = os.path.basename(path)
         if record is None:
@@ -319,10 +322,11 @@ class Sync(ScanStage):
                 retry=record.retryable,
             )
         partial = record.status is DocStatus.partial
+        done = FileStatus.ok if fresh and record.status is DocStatus.ok else FileStatus.unchanged
         return FileResult(
             path=path,
             source=name,
-            status=FileStatus.partial if partial else FileStatus.unchanged,
+            status=FileStatus.partial if partial else done,
             doc_id=doc_id,
             pages=record.pages,
             chunks=record.chunks,
