@@ -264,11 +264,12 @@ def test_two_workers_one_killed_give_exactly_the_points_of_an_embedded_run(
                 workers, logs, scan_pages, lambda: sim.stats.in_flight > 0
             )
             left = _children(workers[killed].pid)  # its render processes among them
+            # killed mid-run: the run waits for the caught unit (whether units are still to be
+            # sent then depends on the machine's speed: the scans come last, the smallest first)
+            mid_run = run.is_alive()
             workers[killed].send_signal(signal.SIGKILL)
-            sent_at_kill = extractor.sent
             run.join(120)
-            assert not run.is_alive(), "the run did not end after a worker was killed"
-            assert sent_at_kill < extractor.sent  # killed mid-run: units were sent after
+            assert mid_run and not run.is_alive(), "the run did not end after a worker was killed"
             got = {r.source: r.status for r in results}  # type: ignore[attr-defined]
             errors = [r.error for r in results if r.status == "failed"]  # type: ignore[attr-defined]
             assert got == expected, errors
