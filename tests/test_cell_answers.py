@@ -413,6 +413,26 @@ def test_a_figure_in_a_currency_signs_column_is_read_under_the_figures_header() 
     ]
 
 
+def test_a_signs_column_takes_the_header_of_its_figure_not_the_group_left_of_it() -> None:
+    """A filing's two dates each over a "$ | figure" pair: the second pair's sign column is
+    reached by the first date carried right, and the figure beside it is the second date's
+    (NVIDIA's inventories at January 30 were read as "October 30, 2022, January 30, 2022")."""
+    chunk = rows_chunk(
+        [
+            "| | | October 30, | | | January 30, |",
+            "| | | 2022 | | | 2022 |",
+            "| Raw materials | $ | 1,936 | | $ | 791 |",
+            "| Total inventories | $ | 4,454 | | $ | 2,605 |",
+        ]
+    )
+    assert [c.text for c in table_cells(chunk)] == [
+        "Raw materials, October 30, 2022: 1,936",
+        "Raw materials, January 30, 2022: 791",
+        "Total inventories, October 30, 2022: 4,454",
+        "Total inventories, January 30, 2022: 2,605",
+    ]
+
+
 def test_a_sign_beside_a_figure_in_one_cell_joins_no_columns() -> None:
     chunk = rows_chunk(
         [

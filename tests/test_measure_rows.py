@@ -187,6 +187,14 @@ def test_a_fiscal_quarter_meets_the_column_dated_in_its_calendar_year() -> None:
     assert first.startswith("Accounts payable, July 29, 2023: 5,471")
 
 
+def test_a_question_naming_a_day_meets_the_column_of_that_day_not_another_of_its_year() -> None:
+    """Two of a balance sheet's dates fall in 2023: the year meets both columns, the day one
+    (NVIDIA's inventories "at October 30, 2022" were answered with January 30, 2022's)."""
+    for day, figure in (("January 28, 2023", "5,140"), ("July 29, 2023", "5,651")):
+        question = f"What were the merchandise inventories at {day}?"
+        assert _first(question, QUARTER).startswith(f"Merchandise inventories, {day}: {figure}")
+
+
 CASH_FLOWS = _table(
     "Condensed Consolidated Statements of Cash Flows",
     ["", "Six Months Ended July 29, 2023", "Six Months Ended July 30, 2022"],

@@ -190,6 +190,30 @@ def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
     assert table.bbox[1] < 100 and not any("2022" in t for t in _texts(result, BlockType.text))
 
 
+def test_a_row_of_notes_between_the_headings_and_a_ruled_table_does_not_part_them() -> None:
+    """A filing prints its unit on a row of its own between the dates and the grid, with the
+    section's label over the labels ("Inventories: (In millions)"); the dates above it still
+    head the table (they were loose lines, and the cells had no dates)."""
+    above = [((340, 80), "December 31,"), ((440, 80), "December 31,")]
+    above += [((340, 93), "2022"), ((440, 93), "2021")]
+    above += [((72, 106), "Revenues:"), ((380, 106), "(In millions)")]
+    result = _ruled_figures(above)
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    cells = {(c.row, c.col): c for c in table.cells}
+    assert [cells[(r, 1)].text for r in range(3)] == ["December 31,", "2022", "(In millions)"]
+    assert cells[(2, 0)].text == "Revenues:" and cells[(2, 1)].col_span == 2
+    assert all(cells[(r, 1)].header for r in range(3)) and not cells[(3, 1)].header
+    assert cells[(3, 0)].text == "Asia" and table.bbox[1] < 75
+    assert not any("2021" in t or "millions" in t for t in _texts(result, BlockType.text))
+
+
+def test_a_row_of_notes_with_no_headings_above_stays_out_of_the_table() -> None:
+    """A unit note alone over a grid heads no column: the table keeps its first row."""
+    result = _ruled_figures([((72, 106), "Revenues:"), ((380, 106), "(In millions)")])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
+
+
 def test_a_row_of_dot_leaders_above_a_table_is_no_heading_and_no_failure() -> None:
     """Leaders alone make a visual row without segments (a Pew page failed on one)."""
     result = _ruled_figures([((320, 104), ". . . . . . . . . . . . . . . . . . . . . .")])
@@ -354,6 +378,34 @@ def test_a_heading_row_with_a_stub_over_the_labels_heads_an_unruled_table() -> N
         "| Net earnings | $ 1,419 | $ 2,454 |",
     ]
     assert not any("January" in b.text for b in result.blocks if b.type != BlockType.table)
+
+
+def test_a_row_of_notes_under_the_dates_of_an_unruled_table_keeps_them_its_header() -> None:
+    """The unruled layout of a filing's note: dates, then "Accrued liabilities: (In
+    millions)", then the figures; the dates head the columns (they were loose lines)."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for x, date, year in ((320, "October 30,", "2022"), (420, "January 30,", "2022")):
+        page.insert_text((x, 88), date, fontsize=9)
+        page.insert_text((x + 8, 100), year, fontsize=9)
+    page.insert_text((72, 112), "Accrued liabilities:", fontsize=9)
+    page.insert_text((360, 112), "(In millions)", fontsize=9)
+    rows = [("Customer program accruals", "$ 1,394", "$ 1,000"), ("Deferred revenue", "338", "300")]
+    rows += [("Accrued payroll", "307", "409"), ("Total accrued liabilities", "$ 4,115", "$ 2,552")]
+    for r, (label, a, b) in enumerate(rows):
+        y = 124 + 12 * r
+        page.insert_text((72, y), label, fontsize=9)
+        for x_right, value in ((362, a), (462, b)):
+            width = pymupdf.get_text_length(value, fontsize=9)
+            page.insert_text((x_right - width, y), value, fontsize=9)
+    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    assert [line.text for line in table.lines[:2]] == [
+        "|   | October 30, | January 30, |",
+        "|   | 2022 | 2022 |",
+    ]
+    assert table.lines[2].text.startswith("| Accrued liabilities: | (In millions) |")
+    assert not any("October" in b.text for b in result.blocks if b.type != BlockType.table)
 
 
 def test_the_row_of_years_under_a_spanning_heading_is_a_header_row() -> None:

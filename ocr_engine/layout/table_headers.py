@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from ocr_engine.geometry import Box, union
 from ocr_engine.layout.tables import FoundTable, assemble
 from ocr_engine.layout.textlayer import Word
-from ocr_engine.layout.unruled_tables import NUMERIC_RE, VisualRow, heads_columns, visual_rows
+from ocr_engine.layout.unruled_tables import (
+    NUMERIC_RE,
+    VisualRow,
+    heads_columns,
+    notes_only,
+    visual_rows,
+)
 from ocr_engine.schema import TableCell
 
 __all__ = ["MAX_LIFTED_ROWS", "with_headings_above"]
@@ -51,24 +57,30 @@ def _rows_above(table: FoundTable, words: Sequence[Word]) -> list[VisualRow]:
     return list(reversed(visual_rows(above))) if above else []
 
 
-def _lifted(table: FoundTable, words: Sequence[Word]) -> list[VisualRow]:
-    """The heading rows right above the table, top to bottom (none: it keeps its first row)."""
+def _lifted(table: FoundTable, words: Sequence[Word]) -> list[tuple[VisualRow, bool]]:
+    """The heading rows right above the table, top to bottom (none: it keeps its first row); a
+    row of notes under them comes with them (marked True)."""
     columns = _figure_columns(table)
     if not columns or not _headless(table):
         return []
     cols = sorted(columns.values())
     starts = [c.bbox[0] for c in table.cells if c.col == 0 and c.text and c.bbox is not None]
     labels_from = max(starts, default=float("-inf"))
-    rows: list[VisualRow] = []
+    rows: list[tuple[VisualRow, bool]] = []
+    notes: list[tuple[VisualRow, bool]] = []  # a row of notes, kept if headings stand above it
     below: Box = table.bbox
-    for row in _rows_above(table, words)[:MAX_LIFTED_ROWS]:
+    for row in _rows_above(table, words)[: MAX_LIFTED_ROWS + 1]:
         height = max(row.box[3] - row.box[1], 1.0)
-        if below[1] - row.box[3] > 1.2 * height:
+        if below[1] - row.box[3] > 1.2 * height or len(rows) == MAX_LIFTED_ROWS:
             break
-        if not heads_columns(row, cols, labels_from, least=1 if rows else min(2, len(cols))):
-            break
-        rows.append(row)
         below = row.box
+        if heads_columns(row, cols, labels_from, least=1 if rows else min(2, len(cols))):
+            rows += [*notes, (row, False)]
+            notes = []
+        elif not rows and not notes and notes_only(row, cols, labels_from + 2.0):
+            notes.append((row, True))
+        else:
+            break
     return list(reversed(rows))
 
 
@@ -94,10 +106,12 @@ def with_headings_above(table: FoundTable, words: Sequence[Word]) -> FoundTable:
     columns = _figure_columns(table)
     n = len(lifted)
     cells: list[TableCell] = []
-    for r, row in enumerate(lifted):
+    for r, (row, notes) in enumerate(lifted):
         placed: dict[int, tuple[int, list[Box], list[str]]] = {}
         for seg in row.segments:
             col, span = _column_of(seg.box, columns)
+            if notes and col > 0:  # a note over the figures is about them all
+                col, span = min(columns), max(columns) - min(columns) + 1
             _, boxes, texts = placed.setdefault(col, (span, [], []))
             boxes.append(seg.box)
             texts.append(seg.text)
@@ -116,6 +130,6 @@ def with_headings_above(table: FoundTable, words: Sequence[Word]) -> FoundTable:
         cells.append(cell.model_copy(update={"row": cell.row + n, "header": False}))
     n_rows = max(c.row + c.row_span for c in cells)
     n_cols = max(c.col + c.col_span for c in cells)
-    keys = frozenset(key for row in lifted for seg in row.segments for key in seg.keys)
-    bbox = union([table.bbox, *(row.box for row in lifted)])
+    keys = frozenset(key for row, _ in lifted for seg in row.segments for key in seg.keys)
+    bbox = union([table.bbox, *(row.box for row, _ in lifted)])
     return assemble(cells, n_rows, n_cols, bbox, table.words | keys)

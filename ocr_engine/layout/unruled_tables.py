@@ -20,6 +20,7 @@ __all__ = [
     "VisualRow",
     "find_unruled_tables",
     "heads_columns",
+    "notes_only",
     "numeric_tokens",
     "tabular_share",
     "visual_rows",
@@ -212,6 +213,17 @@ def heads_columns(
     )
 
 
+def notes_only(row: VisualRow, cols: list[tuple[float, float]], labels_from: float) -> bool:
+    """Whether a row holds only bracketed notes over the columns ("(In millions)", a statement's
+    unit under its headings), after a label over the labels ("Inventories:")."""
+    first = row.segments[:1]
+    stub = bool(first) and first[0].box[2] < cols[0][0] - 2.0 and first[0].box[0] <= labels_from
+    notes = [s.text for s in row.segments[1 if stub else 0 :] if s.box[2] >= cols[0][0] - 2.0]
+    return len(notes) == len(row.segments) - stub > 0 and all(
+        t[:1] + t[-1:] == "()" and not any(c.isdigit() for c in t) for t in notes
+    )
+
+
 def _headers(rows: list[VisualRow], run: list[VisualRow], cols: list[tuple[float, float]]) -> int:
     """How many rows just above the run belong to it: column headers (`heads_columns`), and
     label rows between them and the first figures."""
@@ -227,7 +239,10 @@ def _headers(rows: list[VisualRow], run: list[VisualRow], cols: list[tuple[float
         if heads_columns(row, cols, labels_from):
             count += 1
             taken = count
-        elif len(row.segments) == 1 and row.box[2] < cols[0][0] - 2.0 and count < 2:
+        elif count < 2 and (
+            (len(row.segments) == 1 and row.box[2] < cols[0][0] - 2.0)
+            or notes_only(row, cols, labels_from + 2.0)
+        ):
             count += 1
         else:
             break

@@ -164,7 +164,8 @@ def _heading_of_group(row: list[str], col: int, width: int) -> str:
 def _with_sign_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
     """The headers, a column where a currency sign stands alone before its figure ("| $ |
     21.1 |") joined with the column right of it: rows without the sign set their figure in the
-    sign's column, so the two are one column of figures under one header."""
+    sign's column, so the two are one column of figures under the figure's header (the sign's
+    may be carried from the column group to its left: "October 30, | $ | January 30,")."""
     signs = {
         col
         for cells in rows
@@ -174,8 +175,7 @@ def _with_sign_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
     out = list(headers)
     for col in signs:
         left, right = headers[col : col + 2]
-        joined = right if left in right else left if right in left else _joined([left, right])
-        out[col] = out[col + 1] = joined
+        out[col] = out[col + 1] = right or left  # the figure's own header, else the sign's
     return out
 
 

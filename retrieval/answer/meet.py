@@ -39,6 +39,21 @@ _PERIOD_WORDS = re.compile(  # what dates a sentence, which states no figure of 
 _MEET = 1.5
 
 
+_DAY = re.compile(  # a day of a month: "October 30", "30 October", "Oct. 30"
+    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})\b"
+    r"|\b(\d{1,2})\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b",
+    re.I,
+)
+
+
+def _days(text: str) -> set[tuple[str, int]]:
+    """The days of a month a text names, as (month, day): "October 30, 2022" gives (oct, 30)."""
+    return {
+        ((m.group(1) or m.group(4)).lower(), int(m.group(2) or m.group(3)))
+        for m in _DAY.finditer(text)
+    }
+
+
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
 
 
@@ -64,7 +79,7 @@ _MONTHS = frozenset(
 )
 
 
-# 71 lines, 18 of them the docstring that states the rule; the closures share the question's
+# 78 lines, 20 of them the docstring that states the rule; the closures share the question's
 # measure, its years and the terms' IDF over the candidates
 def _meet(
     question: str,
@@ -86,7 +101,8 @@ def _meet(
     row of it: "Total Costco stockholders' equity" is no answer to "total liabilities for
     costco"). In a document whose fiscal year is not the calendar year it ends in
     (its card, `card_of`), a column dated in that calendar year is dated in the fiscal year too
-    ("July 29, 2023" is in FY2024 at Best Buy)."""
+    ("July 29, 2023" is in FY2024 at Best Buy). A question that names a day ("October 30,
+    2022") meets the columns dated that day where there are any, not another date of its year."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
@@ -124,6 +140,9 @@ def _meet(
 
     cells = {i: s.cell for i, s in enumerate(sentences) if s.cell is not None}
     dated = {i: c for i, c in cells.items() if periods(c.header) & years_of(sentences[i])}
+    days = _days(question)
+    same_day = {i: c for i, c in dated.items() if days & _days(c.header)}
+    dated = same_day or dated
     labelled = {i: label_weight(c) for i, c in dated.items()}
     best = max(labelled.values(), default=0.0)
     named_row = [i for i, w in labelled.items() if best > 0 and w >= best - 1e-9]
