@@ -433,6 +433,32 @@ def test_a_signs_column_takes_the_header_of_its_figure_not_the_group_left_of_it(
     ]
 
 
+def test_title_lines_over_the_headings_name_no_column_and_leave_the_dates_in_the_header() -> None:
+    """A statement read with its title, unit and "(Unaudited)" as rows over the headings: the
+    four rows nearest the figures head the columns, the lines above are the table's title (the
+    dates had been pushed out of the header, and "Revenue" was read under the title alone)."""
+    chunk = rows_chunk(
+        [
+            "| | CONDENSED CONSOLIDATED STATEMENTS OF INCOME | | | |",
+            "| | (In millions) | | | |",
+            "| | (Unaudited) | | | |",
+            "| | Three Months Ended | | Nine Months Ended | |",
+            "| | October 30, | October 31, | October 30, | October 31, |",
+            "| | 2022 | 2021 | 2022 | 2021 |",
+            "| Revenue | $ 5,931 | $ 7,103 | $ 20,923 | $ 19,271 |",
+        ]
+    )
+    cells = table_cells(chunk)
+    assert [(c.label, c.value) for c in cells][:2] == [
+        ("Revenue", "$ 5,931"),
+        ("Revenue", "$ 7,103"),
+    ]
+    assert cells[0].header.endswith("Three Months Ended, October 30, 2022")
+    assert cells[3].header.endswith("Nine Months Ended, October 31, 2021")
+    assert not any("CONDENSED" in c.header for c in cells)
+    assert cells[0].unit.lower() == "in millions"
+
+
 def test_a_sign_beside_a_figure_in_one_cell_joins_no_columns() -> None:
     chunk = rows_chunk(
         [

@@ -64,6 +64,7 @@ _CALENDAR_DATE = re.compile(  # a day's date, a time of day after it allowed: it
     r"(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?$"
 )
 _MAX_HEADER_ROWS = 4
+_MAX_LEADING_ROWS = 8  # rows without figures above the headings: the table's title lines
 _NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
 
 
@@ -210,7 +211,9 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         return []
     n_cols = max(len(cells) for _, cells in rows)
     n_header, separated = _header_count(rows)
-    header_rows = [cells for _, cells in rows[:n_header]]
+    first = max(0, n_header - _MAX_HEADER_ROWS)  # the rows above the headings are its title
+    other += [" ".join(filter(None, cells)) for _, cells in rows[:first]]
+    header_rows = [cells for _, cells in rows[first:n_header]]
     undated = _with_sign_columns(_headers(header_rows, n_cols), [cells for _, cells in rows])
     headers = _dated_by_stub(undated)
     table_unit, column_units = _units(other, header_rows, undated)
@@ -218,7 +221,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     section = before = ""  # the rows below a label alone belong to it; the section before it
-    for index, cells in [*_section_rows(rows[1:n_header]), *body]:
+    for index, cells in [*_section_rows(rows[first + 1 : n_header]), *body]:
         if holds_a_period_alone(cells):  # "2016" over the rows of 2016
             headers = _dated_by_stub([cells[0], *undated[1:]])
             wrapped = ""
@@ -257,7 +260,7 @@ def _header_count(rows: list[tuple[int, list[str]]]) -> tuple[int, bool]:
     separator = next((k for k, (_, cells) in enumerate(rows) if _is_separator(cells)), None)
     if separator is not None:
         return separator, True
-    leading = [_is_header_row(cells) for _, cells in rows[:_MAX_HEADER_ROWS]]
+    leading = [_is_header_row(cells) for _, cells in rows[:_MAX_LEADING_ROWS]]
     n_header = leading.index(False) if False in leading else len(leading)
     return min(n_header, len(rows) - 1), False
 
