@@ -195,6 +195,33 @@ def test_a_question_naming_a_day_meets_the_column_of_that_day_not_another_of_its
         assert _first(question, QUARTER).startswith(f"Merchandise inventories, {day}: {figure}")
 
 
+def _paragraphs(*texts: str) -> Chunk:
+    """The one chunk of a page of paragraphs, one line each."""
+    blocks = [
+        one_line_block(f"b{i}", BlockType.text, (72.0, 100.0 + 30 * i, 540.0, 112.0 + 30 * i), t)
+        for i, t in enumerate(texts)
+    ]
+    document = one_page_document(blocks, doc_id="m" * 64, source="10-Q.pdf")
+    [chunk] = chunk_document(document, count_tokens=lambda t: len(t.split()))
+    return chunk
+
+
+def test_a_sentence_about_another_part_of_the_year_does_not_answer_for_the_quarter() -> None:
+    """A 10-Q states the quarter's figure and the year to date's side by side: asked for the
+    third quarter, the sentence naming only the first nine months is no answer (NVIDIA's $2.01
+    billion provision was cited for the quarter's $702 million)."""
+    chunk = _paragraphs(
+        "The $2.01 billion inventory provision in the first nine months of fiscal year 2023"
+        " consists of $942 million for inventory on hand and $1.07 billion for obligations.",
+        "Gross margin for the third quarter was down 11.6% from a year earlier, primarily due"
+        " to a $702 million inventory charge relating to lower demand.",
+    )
+    question = "How large was the inventory provision recorded in the third quarter?"
+    assert "$702 million" in _first(question, chunk)
+    asked = "How large was the inventory provision recorded in the first nine months?"
+    assert "$2.01 billion" in _first(asked, chunk)
+
+
 CASH_FLOWS = _table(
     "Condensed Consolidated Statements of Cash Flows",
     ["", "Six Months Ended July 29, 2023", "Six Months Ended July 30, 2022"],

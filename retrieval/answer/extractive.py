@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 from retrieval.answer.candidates import _candidates, _headings, _Sentence, _with_table_rest
 from retrieval.answer.citing import _cite_sentence, _opens
 from retrieval.answer.judge import JUDGE_KEEP, judged
-from retrieval.answer.meet import _meet
+from retrieval.answer.meet import _meet, other_period
 from retrieval.answer.options import Answer, AnswerOptions
 from retrieval.answer.said import _said, _with_unit
 from retrieval.answer.scores import _DENSE_KEEP, _dense, _rank, _select, _writes
@@ -53,6 +53,7 @@ def extractive_answer(
         if options.cells
         else [1.0] * len(sentences)
     )
+    meet = [m * o for m, o in zip(meet, other_period(question, sentences), strict=True)]
     chosen, support = _choose(
         question, top, ranks, sentences, meet, embedder, options, max_sentences
     )

@@ -161,6 +161,33 @@ def _meet(
     return factors
 
 
+_PARTS_OF_YEAR = {  # a filing's periods shorter than its year, by kind
+    "quarter": re.compile(
+        r"\b(?:three|3)[- ]months?\b|\bquarters?\b|\bQ[1-4]\b|\b13[- ]weeks?\b", re.I
+    ),
+    "half": re.compile(r"\b(?:six|6)[- ]months?\b|\bhalf\b|\bH[12]\b|\b26[- ]weeks?\b", re.I),
+    "nine": re.compile(r"\b(?:nine|9)[- ]months?\b|\b39[- ]weeks?\b", re.I),
+}
+
+
+def _parts_of_year(text: str) -> set[str]:
+    return {kind for kind, pattern in _PARTS_OF_YEAR.items() if pattern.search(text)}
+
+
+def other_period(question: str, sentences: list[_Sentence]) -> list[float]:
+    """1 / `_MEET` for a sentence that names only parts of the year other than the question's
+    (a 10-Q reports the quarter and the year to date side by side: "the first nine months" is
+    no answer for "the third quarter"), else 1."""
+    asked = _parts_of_year(question)
+    if not asked:
+        return [1.0] * len(sentences)
+    out = []
+    for s in sentences:
+        named = _parts_of_year(s.text) if s.cell is None else set()
+        out.append(1.0 / _MEET if named and not named & asked else 1.0)
+    return out
+
+
 def _closest_labels(
     question: str, found: list[int], cells: dict[int, TableCellText], measure: set[str]
 ) -> list[int]:
