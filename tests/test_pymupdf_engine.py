@@ -353,6 +353,16 @@ def test_unruled_table_of_figures_detected(shaded: bool) -> None:
     assert [b.type for b in result.blocks] == [BlockType.text, BlockType.table, BlockType.text]
 
 
+def _figure_rows(page: pymupdf.Page, rows: list[tuple[str, str, str]]) -> None:
+    """Rows of a label and two figures right-aligned in columns, no rules, from y = 124."""
+    for r, (label, a, b) in enumerate(rows):
+        y = 124 + 12 * r
+        page.insert_text((72, y), label, fontsize=9)
+        for x_right, value in ((362, a), (462, b)):
+            width = pymupdf.get_text_length(value, fontsize=9)
+            page.insert_text((x_right - width, y), value, fontsize=9)
+
+
 def test_a_heading_row_with_a_stub_over_the_labels_heads_an_unruled_table() -> None:
     """A statement of cash flows: "Fiscal Years Ended" over the labels on the row of dates, then
     a section label, then figures; the dates used to be read as headings outside the table."""
@@ -364,12 +374,7 @@ def test_a_heading_row_with_a_stub_over_the_labels_heads_an_unruled_table() -> N
     page.insert_text((72, 112), "Operating activities", fontsize=9)
     rows = [("Net earnings", "$ 1,419", "$ 2,454"), ("Depreciation", "918", "869")]
     rows += [("Restructuring charges", "147", "(34)"), ("Total cash provided", "1,824", "3,252")]
-    for r, (label, a, b) in enumerate(rows):
-        y = 124 + 12 * r
-        page.insert_text((72, y), label, fontsize=9)
-        for x_right, value in ((362, a), (462, b)):
-            width = pymupdf.get_text_length(value, fontsize=9)
-            page.insert_text((x_right - width, y), value, fontsize=9)
+    _figure_rows(page, rows)
     result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
     [table] = [b for b in result.blocks if b.type == BlockType.table]
     assert [line.text for line in table.lines[:3]] == [
@@ -392,12 +397,7 @@ def test_a_row_of_notes_under_the_dates_of_an_unruled_table_keeps_them_its_heade
     page.insert_text((360, 112), "(In millions)", fontsize=9)
     rows = [("Customer program accruals", "$ 1,394", "$ 1,000"), ("Deferred revenue", "338", "300")]
     rows += [("Accrued payroll", "307", "409"), ("Total accrued liabilities", "$ 4,115", "$ 2,552")]
-    for r, (label, a, b) in enumerate(rows):
-        y = 124 + 12 * r
-        page.insert_text((72, y), label, fontsize=9)
-        for x_right, value in ((362, a), (462, b)):
-            width = pymupdf.get_text_length(value, fontsize=9)
-            page.insert_text((x_right - width, y), value, fontsize=9)
+    _figure_rows(page, rows)
     result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
     [table] = [b for b in result.blocks if b.type == BlockType.table]
     assert [line.text for line in table.lines[:2]] == [
@@ -418,12 +418,7 @@ def test_the_row_of_years_under_a_spanning_heading_is_a_header_row() -> None:
         page.insert_text((x, 112), year, fontsize=9)
     rows = [("Net income", "1,473", "1,254"), ("Depreciation", "918", "869")]
     rows += [("Dividends paid", "(4,048)", "(4,789)"), ("Other", "147", "(34)")]
-    for r, (label, a, b) in enumerate(rows):
-        y = 124 + 12 * r
-        page.insert_text((72, y), label, fontsize=9)
-        for x_right, value in ((362, a), (462, b)):
-            width = pymupdf.get_text_length(value, fontsize=9)
-            page.insert_text((x_right - width, y), value, fontsize=9)
+    _figure_rows(page, rows)
     result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
     [table] = [b for b in result.blocks if b.type == BlockType.table]
     header = sorted({c.row for c in table.cells if c.header})

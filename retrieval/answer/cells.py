@@ -39,7 +39,9 @@ from retrieval.table_rows import holds_a_period_alone, is_period_row, is_table_r
 from retrieval.text_terms import stems
 
 __all__ = [
+    "MONTH_NAME",
     "TableCellText",
+    "days_of_month",
     "period_row_above",
     "periods",
     "row_words",
@@ -51,10 +53,15 @@ _CURRENCY_SIGN = re.compile(r"^(?:US)?[$€£¥]$")
 _NUMERIC = re.compile(r"^[\s$€£(+\-–—]*\d[\d.,]*\s*%?\)?\s*$")
 _YEAR = re.compile(r"(?<!\d)(?:FY\s?|fiscal\s(?:year\s)?)?((?:19|20)\d{2})(?!\d)", re.I)
 _SHORT_FY = re.compile(r"\bFY\s?'?(\d{2})\b", re.I)
+MONTH_NAME = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"  # written with re.I
+_DAY_OF_MONTH = (  # "October 30", "Oct. 30", "30 October"
+    rf"\b(?P<month>{MONTH_NAME})\.?\s+(?P<day>\d{{1,2}})\b"
+    rf"|\b(?P<day_first>\d{{1,2}})\s+(?P<month_after>{MONTH_NAME})\b"
+)
+_DAYS = re.compile(_DAY_OF_MONTH, re.I)
 _PERIOD_NUMBERS = re.compile(
     r"(?<!\d)(?:19|20)\d{2}(?!\d)|\bQ[1-4]\b|\b(?:FY|H[12])\s?'?\d{2}\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
-    r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+    rf"|{_DAY_OF_MONTH}"
     r"|\b(?:three|six|nine|twelve|3|6|9|12|13|26|39|52|53)\s+(?:months|weeks)\b",
     re.I,
 )
@@ -326,6 +333,14 @@ def period_row_above(chunk: Chunk, line: int) -> int | None:
         if is_period_row(text):
             return index
     return None
+
+
+def days_of_month(text: str) -> set[tuple[str, int]]:
+    """The days of a month a text names, as (month, day): "October 30, 2022" gives (oct, 30)."""
+    return {
+        ((m["month"] or m["month_after"])[:3].lower(), int(m["day"] or m["day_first"]))
+        for m in _DAYS.finditer(text)
+    }
 
 
 def periods(text: str) -> set[str]:

@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 from retrieval.answer.candidates import _Sentence
 from retrieval.answer.cells import (
+    MONTH_NAME,
     TableCellText,
+    days_of_month,
     periods,
 )
 from retrieval.doc_card import GENERIC_WORDS, DocumentCard
@@ -31,27 +33,12 @@ _FIGURE = re.compile(r"\d")
 
 _PERIOD_WORDS = re.compile(  # what dates a sentence, which states no figure of the measure
     r"(?<!\d)(?:19|20)\d{2}(?:[-/]\d{2})?(?!\d)|\b(?:FY|Q|H)\s?'?\d{1,2}\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b",
+    rf"|\b{MONTH_NAME}\.?\s+\d{{1,2}}\b",
     re.I,
 )
 
 
 _MEET = 1.5
-
-
-_DAY = re.compile(  # a day of a month: "October 30", "30 October", "Oct. 30"
-    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})\b"
-    r"|\b(\d{1,2})\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b",
-    re.I,
-)
-
-
-def _days(text: str) -> set[tuple[str, int]]:
-    """The days of a month a text names, as (month, day): "October 30, 2022" gives (oct, 30)."""
-    return {
-        ((m.group(1) or m.group(4)).lower(), int(m.group(2) or m.group(3)))
-        for m in _DAY.finditer(text)
-    }
 
 
 _QUALIFIERS = frozenset(stems("net gross"))  # a row label's last word that names no measure
@@ -140,8 +127,8 @@ def _meet(
 
     cells = {i: s.cell for i, s in enumerate(sentences) if s.cell is not None}
     dated = {i: c for i, c in cells.items() if periods(c.header) & years_of(sentences[i])}
-    days = _days(question)
-    same_day = {i: c for i, c in dated.items() if days & _days(c.header)}
+    days = days_of_month(question)
+    same_day = {i: c for i, c in dated.items() if days & days_of_month(c.header)}
     dated = same_day or dated
     labelled = {i: label_weight(c) for i, c in dated.items()}
     best = max(labelled.values(), default=0.0)
