@@ -501,3 +501,60 @@ DIVIDENDS = _table(
     ],
     (72.0, 260.0, 330.0, 400.0, 470.0, 540.0),
 )
+
+
+def test_a_column_of_another_part_of_the_year_does_not_answer_for_the_quarter() -> None:
+    """A 10-Q's statement of income has the quarter's column and the half year's side by side,
+    both ending on one day: asked for the second quarter, the three months' cell answers, and
+    asked for the first six months, the six months' cell."""
+    income = _table(
+        "Statements of Income",
+        ["", "Three Months Ended Jul 1, 2023", "Six Months Ended Jul 1, 2023"],
+        [
+            ["Net revenue", "12,949", "24,664"],
+            ["Earnings (loss) per share, diluted", "$ 0.35", "$ (0.31)"],
+        ],
+    )
+    quarter = _first("What were diluted earnings per share in the second quarter of 2023?", income)
+    assert quarter.startswith("Earnings (loss) per share, diluted, Three Months Ended")
+    assert "0.35" in quarter
+    half = _first("What were diluted earnings per share in the first six months of 2023?", income)
+    assert "(0.31)" in half
+
+
+def test_a_rows_own_label_not_its_section_and_no_qualifier_unasked_is_closest() -> None:
+    """Asked for "additions to property, plant and equipment", the cash flow statement's row of
+    that name is the answer, though it sits under "Cash flows used for investing activities"
+    (words of its section, not of the row) and a reconciliation's "Net additions to property,
+    plant, and equipment" names the measure as well; "the first six months" names a period, so
+    a sentence dated in it that shares no word of the measure does not meet the question."""
+    header = ["", "Six Months Ended Jul 1, 2023", "Six Months Ended Jul 2, 2022"]
+    statement = _table(
+        "Statements of Cash Flows",
+        header,
+        [
+            ["Cash flows used for investing activities:", "", ""],
+            ["Additions to property, plant, and equipment", "(13,301)", "(11,846)"],
+            ["Purchases of short-term investments", "(25,696)", "(25,514)"],
+            ["Net cash used for investing activities", "(11,329)", "(2,419)"],
+        ],
+    )
+    reconciliation = _table(
+        "Free Cash Flow",
+        header,
+        [
+            ["Net cash provided by operating activities", "1,023", "6,700"],
+            ["Net additions to property, plant, and equipment", "(12,418)", "(11,793)"],
+        ],
+    )
+    estimate = _paragraphs(
+        "We estimate this change resulted in an approximate $930 million increase to gross"
+        " margin in the first six months of 2023.",
+    )
+    question = (
+        "What were additions to property, plant and equipment in the first six months of 2023?"
+    )
+    hits = [ScoredChunk(chunk=c, score=0.9) for c in (estimate, reconciliation, statement)]
+    answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
+    assert answer.text is not None
+    assert "(13,301)" in answer.text, answer.text

@@ -101,6 +101,7 @@ class TableCellText:
     value: str
     unit: str
     column_measure: bool = False  # the column's header says what its figures are ("% of total")
+    section: str = ""  # the label of the rows this one is under, which `label` starts with
 
     @property
     def text(self) -> str:
@@ -254,10 +255,15 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         for col in values:
             own = column_units[col]
             unit = unit_for_row(shown, cells[col], table_unit if own is None else own)
-            out.append(TableCellText(index, col, shown, headers[col], cells[col], unit, own == ""))
+            out.append(
+                TableCellText(index, col, shown, headers[col], cells[col], unit, own == "", section)
+            )
         if values:  # a row of figures' cells of words say what its figures are about too
             words = [c for c in range(start, len(cells)) if c not in values and _worded(cells[c])]
-            out += [TableCellText(index, c, shown, headers[c], cells[c], "", True) for c in words]
+            out += [
+                TableCellText(index, c, shown, headers[c], cells[c], "", True, section)
+                for c in words
+            ]
         wrapped = label if not values else ""
     return out
 

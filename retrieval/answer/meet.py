@@ -21,9 +21,10 @@ from retrieval.text_terms import stems
 _PARENTHESES = re.compile(r"\([^()]*\)")
 
 
-_PART_OF_YEAR = re.compile(
-    r"\b(?:three|six|nine|3|6|9|13|26|39)[- ](?:months?|weeks?)\b|\bquarters?\b|\bQ[1-4]\b"
-    r"|\bH[12]\b|\b(?:first|second|third|fourth) half\b",
+_PART_OF_YEAR = re.compile(  # with its ordinal: "the first six months" names no measure "first"
+    r"\b(?:(?:first|second|third|fourth|1st|2nd|3rd|4th)[- ])?"
+    r"(?:(?:three|six|nine|3|6|9|13|26|39)[- ](?:months?|weeks?)\b|quarters?\b)"
+    r"|\bQ[1-4]\b|\bH[12]\b|\b(?:first|second|third|fourth) half\b",
     re.IGNORECASE,
 )
 
@@ -162,15 +163,15 @@ def _parts_of_year(text: str) -> set[str]:
 
 
 def other_period(question: str, sentences: list[_Sentence]) -> list[float]:
-    """1 / `_MEET` for a sentence that names only parts of the year other than the question's
-    (a 10-Q reports the quarter and the year to date side by side: "the first nine months" is
-    no answer for "the third quarter"), else 1."""
+    """1 / `_MEET` for a sentence, or a cell under a column heading, that names only parts of
+    the year other than the question's (a 10-Q reports the quarter and the year to date side by
+    side: "the first nine months" is no answer for "the third quarter"), else 1."""
     asked = _parts_of_year(question)
     if not asked:
         return [1.0] * len(sentences)
     out = []
     for s in sentences:
-        named = _parts_of_year(s.text) if s.cell is None else set()
+        named = _parts_of_year(s.text if s.cell is None else s.cell.header)
         out.append(1.0 / _MEET if named and not named & asked else 1.0)
     return out
 
@@ -180,14 +181,20 @@ def _closest_labels(
 ) -> list[int]:
     """Of the cells whose labels name the measure equally well, those whose labels say least
     besides the question's words ("Cash and cash equivalents" is asked for, not "Increase
-    (decrease) in cash, cash equivalents and restricted cash"), and of those the ones that say
-    they are the whole ("Total revenue", where a segment's table has a "Revenue" row too)."""
-    said = set(stems(question)) | measure | _WHOLE | _QUALIFIERS
+    (decrease) in cash, cash equivalents and restricted cash"; a row's own label, not the section
+    it is under), of those the ones that say they are the whole ("Total revenue", where a
+    segment's table has a "Revenue" row too), and of those the ones that add no "net" or
+    "gross" the question does not ("Additions to property" is asked for, not "Net additions to
+    property")."""
+    asked = set(stems(question))
+    said = asked | measure | _WHOLE | _QUALIFIERS
 
-    def rank(i: int) -> tuple[int, bool]:
-        label = set(stems(_PARENTHESES.sub(" ", cells[i].label)))
-        return len(label - said), not label & _WHOLE
+    def rank(i: int) -> tuple[int, bool, int]:
+        cell = cells[i]
+        own = cell.label.removeprefix(f"{cell.section}, ") if cell.section else cell.label
+        label = set(stems(_PARENTHESES.sub(" ", own)))
+        return len(label - said), not label & _WHOLE, len(label & _QUALIFIERS - asked)
 
     ranks = {i: rank(i) for i in found}
-    best = min(ranks.values(), default=(0, False))
+    best = min(ranks.values(), default=(0, False, 0))
     return [i for i in found if ranks[i] == best]
