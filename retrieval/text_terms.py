@@ -1,7 +1,6 @@
 """Terms and sentences of passage text, as the extractive answer and evidence localisation see
 them: lower-cased words with light plural stemming, numbers without separators, CJK runs as
-character pairs; sentences cut at end punctuation (not after common abbreviations), also where a
-text layer lost the space after it, and at newlines.
+character pairs; sentences cut at end punctuation (not after common abbreviations) and newlines.
 For matching a question to sentences and lines, `stems` reduces the words further to their
 Snowball stems (`cyclicality` and `cyclical` both `cyclic`)."""
 
@@ -21,10 +20,7 @@ CJK_CHARS = (
 # blanks between two CJK characters: PDFs that space every character ("关 于 红 军") read as one run
 CJK_SPACING = re.compile(rf"(?<=[{CJK_CHARS}])[ \t\u3000]+(?=[{CJK_CHARS}])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_BOUNDARY = re.compile(
-    r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+"
-    r"|(?<=[a-z]{2})(?P<glued>[.!?])(?=[A-Z][a-z]*[\s,;:])"  # "growth.Changes": a lost space
-)
+_BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
 _ABBREVIATION_WORDS = """e.g i.e etc al fig figs no nos vs dr mr mrs ms prof eq eqs ref refs sec tab
 vol pp ca approx inc ltd corp co jan feb mar apr jun jul aug sep sept oct nov dec u.s"""
 _ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
@@ -88,11 +84,10 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _BOUNDARY.finditer(text):
-        stop = next((name for name in ("end", "glued") if match.group(name)), None)
-        if stop:
-            if _is_abbreviation(text[start : match.start(stop)]):
+        if match.group("end"):
+            if _is_abbreviation(text[start : match.start("end")]):
                 continue
-            end = match.end(stop)
+            end = match.end("end")
         else:
             end = match.end("cjk") if match.group("cjk") else match.start()
         _add_span(spans, text, start, end)

@@ -178,21 +178,6 @@ def test_sentence_spans_respect_abbreviations_and_decimals() -> None:
     ]
 
 
-def test_sentences_glued_where_a_text_layer_lost_the_space_are_two() -> None:
-    """A PDF's text layer may drop the space after a full stop ("growth.Changes"): the stop
-    still ends the sentence, but not inside a name ("Amazon.com"), an abbreviation or an
-    initial."""
-    text = "It supports AWS business growth.Changes in rates lifted it. Visit Amazon.com today."
-    spans = [text[s:e] for s, e in sentence_spans(text)]
-    assert spans == [
-        "It supports AWS business growth.",
-        "Changes in rates lifted it.",
-        "Visit Amazon.com today.",
-    ]
-    kept = "Costs rose, e.g.Freight and fees, as planned etc.Then more."
-    assert [kept[s:e] for s, e in sentence_spans(kept)] == [kept]
-
-
 def test_numbers_weigh_in_the_choice() -> None:
     chunk = make_chunk(
         "c0004",

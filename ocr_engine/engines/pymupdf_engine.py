@@ -51,9 +51,8 @@ ENGINE_NAME = "pymupdf"
 # margin band under the running header heads; 5: a line going on in bold, in lower case, is no
 # heading but the rest of the sentence above it; 6: one opening with a bracket does not go on;
 # 7: a chart drawn as paths, its labels as outlines, is a figure (`drawn_figures`); 8: a row of
-# notes in brackets ("(In millions)") between the headings and the figures does not part them;
-# 9: a ruled table whose first row is a label alone ("Net Sales:") takes the headings above it.
-TEXT_LAYER_VERSION = "9"
+# notes in brackets ("(In millions)") between the headings and the figures does not part them.
+TEXT_LAYER_VERSION = "8"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there

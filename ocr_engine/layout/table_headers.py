@@ -35,12 +35,11 @@ def _figure_columns(table: FoundTable) -> dict[int, tuple[float, float]]:
 
 
 def _headless(table: FoundTable) -> bool:
-    """Whether the table's first row heads no column: right of its label it holds figures, or
-    nothing ("Net sales:" over the rows it names), so it has no header row."""
-    return all(
-        NUMERIC_RE.match(c.text.replace(" ", ""))
+    """Whether the table's first row holds a figure right of its label: it has no header row."""
+    return any(
+        c.row == 0 and c.col > 0 and NUMERIC_RE.match(c.text.replace(" ", ""))
         for c in table.cells
-        if c.row == 0 and c.col > 0 and c.text.strip()
+        if c.text
     )
 
 
