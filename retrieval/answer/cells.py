@@ -253,17 +253,15 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         elif section:
             shown = f"{section}, {shown}"
         for col in values:
-            own = column_units[col]
-            unit = unit_for_row(shown, cells[col], table_unit if own is None else own)
+            own, value = column_units[col], cells[col]
+            unit = unit_for_row(shown, value, table_unit if own is None else own)
             out.append(
-                TableCellText(index, col, shown, headers[col], cells[col], unit, own == "", section)
+                TableCellText(index, col, shown, headers[col], value, unit, own == "", section)
             )
         if values:  # a row of figures' cells of words say what its figures are about too
             words = [c for c in range(start, len(cells)) if c not in values and _worded(cells[c])]
-            out += [
-                TableCellText(index, c, shown, headers[c], cells[c], "", True, section)
-                for c in words
-            ]
+            for c in words:
+                out.append(TableCellText(index, c, shown, headers[c], cells[c], "", True, section))
         wrapped = label if not values else ""
     return out
 
