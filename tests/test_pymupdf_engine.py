@@ -24,6 +24,17 @@ def _reopen(doc: pymupdf.Document) -> pymupdf.Document:
     return pymupdf.open("pdf", doc.tobytes())
 
 
+def _read_first_page(doc: pymupdf.Document) -> Page:
+    """The document's first page as the engine reads it, from the PDF's bytes."""
+    return PyMuPDFEngine().extract_page(_reopen(doc)[0])
+
+
+def _only_table(result: Page) -> Block:
+    """The one table the engine found on the page."""
+    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    return table
+
+
 def _dark(page: pymupdf.Page) -> np.ndarray:
     pix = page.get_pixmap(matrix=pymupdf.Matrix(ZOOM, ZOOM), colorspace=pymupdf.csGRAY)
     return np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width) < 128
@@ -78,7 +89,7 @@ def test_two_columns_read_left_column_first() -> None:
     for i, top in enumerate((120, 260, 400)):
         page.insert_textbox(pymupdf.Rect(72, top, 295, top + 120), f"L{i} " + BODY, fontsize=10)
         page.insert_textbox(pymupdf.Rect(317, top, 540, top + 120), f"R{i} " + BODY, fontsize=10)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     starts = [t.split()[0] for t in _texts(result)]
     assert starts == ["A", "L0", "L1", "L2", "R0", "R1", "R2"]
     assert result.blocks[0].type == BlockType.title
@@ -95,7 +106,7 @@ def test_headings_typed_with_levels() -> None:
     page.insert_text((72, 330), "- first point of the list", fontsize=10)
     page.insert_text((72, 346), "- second point of the list", fontsize=10)
     page.insert_text((300, 825), "7", fontsize=9)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     kinds = [(b.type, b.level, b.text.split("\n")[0][:14]) for b in result.blocks]
     assert kinds == [
         (BlockType.title, 1, "Structured Ext"),
@@ -129,7 +140,7 @@ def _ruled_table_page() -> pymupdf.Page:
 def test_ruled_table_detected_with_cells_and_spans() -> None:
     page = _ruled_table_page()
     result = PyMuPDFEngine().extract_page(page)
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    table = _only_table(result)
     cells = {(c.row, c.col): c for c in table.cells}
     assert cells[(0, 0)].text == "Segment" and cells[(0, 0)].header
     assert cells[(0, 1)].text == "Revenue" and cells[(0, 1)].col_span == 2
@@ -165,7 +176,7 @@ def _ruled_figures(above: list[tuple[tuple[float, float], str]]) -> Page:
     for r, row in enumerate(rows):
         for c, text in enumerate(row):
             page.insert_text((xs[c] + 5, ys[r] + 15), text, fontsize=10)
-    return PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    return _read_first_page(doc)
 
 
 def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
@@ -178,7 +189,7 @@ def test_headings_above_a_ruled_tables_top_rule_are_its_header() -> None:
             ((440, 104), "2021"),
         ]
     )
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    table = _only_table(result)
     assert [line.text for line in table.lines] == [
         "| Years ended December 31, | 2022 | 2021 |",
         "| Asia | $8,393 | $5,845 |",
@@ -198,7 +209,7 @@ def test_a_row_of_notes_between_the_headings_and_a_ruled_table_does_not_part_the
     above += [((340, 93), "2022"), ((440, 93), "2021")]
     above += [((72, 106), "Revenues:"), ((380, 106), "(In millions)")]
     result = _ruled_figures(above)
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    table = _only_table(result)
     cells = {(c.row, c.col): c for c in table.cells}
     assert [cells[(r, 1)].text for r in range(3)] == ["December 31,", "2022", "(In millions)"]
     assert cells[(2, 0)].text == "Revenues:" and cells[(2, 1)].col_span == 2
@@ -210,7 +221,7 @@ def test_a_row_of_notes_between_the_headings_and_a_ruled_table_does_not_part_the
 def test_a_row_of_notes_with_no_headings_above_stays_out_of_the_table() -> None:
     """A unit note alone over a grid heads no column: the table keeps its first row."""
     result = _ruled_figures([((72, 106), "Revenues:"), ((380, 106), "(In millions)")])
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    table = _only_table(result)
     assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
 
 
@@ -218,7 +229,7 @@ def test_a_row_of_dot_leaders_above_a_table_is_no_heading_and_no_failure() -> No
     """Leaders alone make a visual row without segments (a Pew page failed on one)."""
     result = _ruled_figures([((320, 104), ". . . . . . . . . . . . . . . . . . . . . .")])
     assert result.status == PageStatus.ok, result.errors
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    table = _only_table(result)
     assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
 
 
@@ -226,7 +237,7 @@ def test_a_tables_first_row_of_figures_keeps_text_above_that_heads_nothing() -> 
     """A sentence above the grid is no heading: the table stays as it was found."""
     sentence = "Revenues by customer location consisted of the following:"
     result = _ruled_figures([((72, 104), sentence)])
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    table = _only_table(result)
     assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
     assert any("following" in t for t in _texts(result, BlockType.text))
 
@@ -334,7 +345,7 @@ def _unruled_table_page(*, shaded: bool = False) -> pymupdf.Page:
 def test_unruled_table_of_figures_detected(shaded: bool) -> None:
     page = _unruled_table_page(shaded=shaded)
     result = PyMuPDFEngine().extract_page(page)
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    table = _only_table(result)
     assert [line.text for line in table.lines] == [
         "|   | 2018 | 2017 |",
         "| Net revenue | $ 17,360 | $ 16,202 |",
@@ -375,8 +386,8 @@ def test_a_heading_row_with_a_stub_over_the_labels_heads_an_unruled_table() -> N
     rows = [("Net earnings", "$ 1,419", "$ 2,454"), ("Depreciation", "918", "869")]
     rows += [("Restructuring charges", "147", "(34)"), ("Total cash provided", "1,824", "3,252")]
     _figure_rows(page, rows)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    result = _read_first_page(doc)
+    table = _only_table(result)
     assert [line.text for line in table.lines[:3]] == [
         "| Fiscal Years Ended | January 28, 2023 | January 29, 2022 |",
         "| Operating activities |   |   |",
@@ -398,8 +409,8 @@ def test_a_row_of_notes_under_the_dates_of_an_unruled_table_keeps_them_its_heade
     rows = [("Customer program accruals", "$ 1,394", "$ 1,000"), ("Deferred revenue", "338", "300")]
     rows += [("Accrued payroll", "307", "409"), ("Total accrued liabilities", "$ 4,115", "$ 2,552")]
     _figure_rows(page, rows)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    result = _read_first_page(doc)
+    table = _only_table(result)
     assert [line.text for line in table.lines[:2]] == [
         "|   | October 30, | January 30, |",
         "|   | 2022 | 2022 |",
@@ -419,8 +430,8 @@ def test_the_row_of_years_under_a_spanning_heading_is_a_header_row() -> None:
     rows = [("Net income", "1,473", "1,254"), ("Depreciation", "918", "869")]
     rows += [("Dividends paid", "(4,048)", "(4,789)"), ("Other", "147", "(34)")]
     _figure_rows(page, rows)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    result = _read_first_page(doc)
+    table = _only_table(result)
     header = sorted({c.row for c in table.cells if c.header})
     assert header == [0, 1] and table.lines[1].text == "|   | 2022 | 2021 |"
 
@@ -447,8 +458,8 @@ def test_a_line_of_prose_beside_a_charts_legend_makes_it_no_header() -> None:
         page.insert_text((250, y), label, fontsize=8)
         for x, value in zip((340, 430, 500), values, strict=True):
             page.insert_text((x, y), value, fontsize=8)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    result = _read_first_page(doc)
+    table = _only_table(result)
     assert table.lines[0].text.startswith("| Total |")
     assert not any("great deal" in c.text for c in table.cells)
 
@@ -477,8 +488,8 @@ def test_paragraph_beside_a_chart_stays_text_not_label_cells() -> None:
         page.insert_text((236, y), label, fontsize=9)
         page.insert_text((360, y), a, fontsize=9)
         page.insert_text((460, y), b, fontsize=9)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    result = _read_first_page(doc)
+    table = _only_table(result)
     assert [c.text for c in table.cells if c.col == 0] == [label for label, _, _ in chart]
     assert table.bbox[0] >= 230  # the table starts at the chart, not at the prose
     text = " ".join(_texts(result, BlockType.text)).split()
@@ -497,7 +508,7 @@ def test_cover_blurbs_and_margin_labels_are_not_headings() -> None:
         page.insert_text((40, 300 + 40 * i), blurb, fontsize=14, fontname="hebo")
     page.insert_textbox(pymupdf.Rect(200, 300, 540, 420), BODY, fontsize=10)
     page.insert_text((40, 700), "ibm.com/redbooks", fontsize=30)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     headings = [
         (b.type, b.text) for b in result.blocks if b.type.value in ("title", "section_header")
     ]
@@ -518,7 +529,7 @@ def test_a_heading_under_the_running_header_heads_though_it_is_in_the_band() -> 
     page.insert_textbox(pymupdf.Rect(45, 64, 540, 140), BODY, fontsize=10)
     page.insert_text((45, 250), "Turn off the screen", fontsize=12, fontname="hebo")
     page.insert_textbox(pymupdf.Rect(45, 258, 540, 330), BODY, fontsize=10)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     assert _headings(result) == ["Wake the screen", "Turn off the screen"]
     assert "Getting Started" in _texts(result, BlockType.text)
 
@@ -537,7 +548,7 @@ def test_a_line_going_on_in_bold_is_one_block_with_the_line_above() -> None:
     page.insert_text((45, 260), "Notes for phones", fontsize=12, fontname="hebo")
     page.insert_text((45, 285), "iOS users can enable Show Time in the Health app.", fontsize=12)
     page.insert_textbox(pymupdf.Rect(45, 300, 540, 380), BODY, fontsize=12)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     assert _headings(result) == ["Restarting", "BALANCE SHEETS", "Notes for phones"]
     step = next(b for b in result.blocks if "Press the Up button" in b.text)
     assert step.text.endswith("updates > Restart.")
@@ -560,7 +571,7 @@ def test_headings_need_words_not_numbers_urls_or_brand_marks() -> None:
     page.insert_textbox(pymupdf.Rect(72, 410, 540, 470), BODY, fontsize=10)
     page.insert_text((72, 500), "2.3 Methods", fontsize=16, fontname="hebo")
     page.insert_textbox(pymupdf.Rect(72, 510, 540, 570), BODY, fontsize=10)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     assert _headings(result) == ["Results", "2.3 Methods"]
 
 
@@ -572,7 +583,7 @@ def test_italic_cut_of_body_font_and_subtitle_are_not_headings() -> None:
     page.insert_textbox(pymupdf.Rect(72, 140, 540, 230), BODY * 2, fontsize=10, fontname="tiro")
     page.insert_text((72, 260), "an emphasised aside", fontsize=10.6, fontname="tiit")
     page.insert_textbox(pymupdf.Rect(72, 270, 540, 360), BODY * 2, fontsize=10, fontname="tiro")
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     assert _headings(result) == ["Center of Excellence"]
     texts = _texts(result, BlockType.text)
     assert "Expert help for your requirements" in texts and "an emphasised aside" in texts
@@ -588,7 +599,7 @@ def test_diagram_labels_in_one_font_family_are_not_headings() -> None:
         page.insert_text((72, 120 + 40 * i), label, fontsize=12, fontname=font)
         page.insert_text((300, 110 + 40 * i), "Names the permission", fontsize=8)
     page.insert_textbox(pymupdf.Rect(72, 350, 540, 600), BODY * 4, fontsize=10)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     assert _headings(result) == []
     assert set(_texts(result, BlockType.text)) >= {label for label, _ in labels}
 
@@ -603,7 +614,7 @@ def test_invisible_white_heading_is_text_but_white_on_dark_fill_is_a_heading() -
     page.draw_rect(pymupdf.Rect(60, 230, 540, 260), fill=(0.1, 0.2, 0.5), color=None)
     page.insert_text((72, 252), "Banner Section", fontsize=14, fontname="hebo", color=(1, 1, 1))
     page.insert_textbox(pymupdf.Rect(72, 280, 540, 360), BODY, fontsize=10)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
+    result = _read_first_page(doc)
     assert _headings(result) == ["Banner Section"]
     assert "Hidden Bookmark Title" in _texts(result, BlockType.text)
 
@@ -627,8 +638,8 @@ def test_checkbox_grid_on_a_spread_is_a_table() -> None:
         page.insert_text((792, y), label, fontsize=9)
         page.insert_text((1072, y), "*", fontsize=9)
         page.insert_text((1142, y), "*", fontsize=9)
-    result = PyMuPDFEngine().extract_page(_reopen(doc)[0])
-    [table] = [b for b in result.blocks if b.type == BlockType.table]
+    result = _read_first_page(doc)
+    table = _only_table(result)
     assert table.bbox[0] > 760 and table.bbox[1] < 402
     cells = {(c.row, c.col): c.text for c in table.cells or []}
     assert cells[(0, 1)] == "State funded" and cells[(0, 2)] == "CSOs"
