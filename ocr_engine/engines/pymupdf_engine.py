@@ -21,6 +21,7 @@ from ocr_engine.layout.layout import (
     split_block,
 )
 from ocr_engine.layout.reading_order import reading_order
+from ocr_engine.layout.rule_tables import find_rule_tables, with_unruled
 from ocr_engine.layout.table_headers import with_headings_above
 from ocr_engine.layout.tables import FoundTable, find_tables
 from ocr_engine.layout.textlayer import (
@@ -51,8 +52,10 @@ ENGINE_NAME = "pymupdf"
 # margin band under the running header heads; 5: a line going on in bold, in lower case, is no
 # heading but the rest of the sentence above it; 6: one opening with a bracket does not go on;
 # 7: a chart drawn as paths, its labels as outlines, is a figure (`drawn_figures`); 8: a row of
-# notes in brackets ("(In millions)") between the headings and the figures does not part them.
-TEXT_LAYER_VERSION = "8"
+# notes in brackets ("(In millions)") between the headings and the figures does not part them;
+# 10: a table ruled across its rows alone (`rule_tables`) is a table (9 was an experiment's,
+# reverted: its pages may still lie in page caches).
+TEXT_LAYER_VERSION = "10"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there
@@ -210,7 +213,8 @@ class PyMuPDFEngine:
         words: list[Word],
         drawings: list[dict[str, Any]],
     ) -> list[FoundTable]:
-        """Ruled tables, then unruled ones on pages with enough figures (outside the ruled ones).
+        """Ruled tables, then unruled ones on pages with enough figures (outside the ruled ones),
+        and tables ruled across their rows alone (`rule_tables.with_unruled` settles the two).
 
         On such pages, grids of shaded cells (SEC filings draw every table so) go to the unruled
         finder first: it reads figure tables as well at a twentieth of the cost of PyMuPDF's
@@ -219,13 +223,15 @@ class PyMuPDFEngine:
         if numeric_tokens(texts) < MIN_NUMERIC_TOKENS:
             return _with_headings(find_tables(page, frame, words, drawings), words)
         tables = _with_headings(
-            find_tables(page, frame, words, drawings, shaded_cells=False), words
+            find_tables(page, frame, words, drawings, shaded_cells=False, rows_ruled=False), words
         )
         taken = {key for t in tables for key in t.words}
         free = [w for w in words if w.key not in taken]
         unruled = find_unruled_tables(frame, free, exclude=[t.bbox for t in tables])
-        if unruled or tables:
-            return tables + unruled
+        rows_ruled = find_rule_tables(frame, words, drawings, frozenset(taken))
+        tables += with_unruled(_with_headings(rows_ruled, free), unruled)
+        if tables:
+            return tables
         return _with_headings(find_tables(page, frame, words, drawings), words)
 
     @staticmethod

@@ -85,10 +85,23 @@ def find_tables(
     drawings: Sequence[dict[str, Any]] | None = None,
     *,
     shaded_cells: bool = True,
+    rows_ruled: bool = True,
 ) -> list[FoundTable]:
-    """Ruled tables on the page (none when the page draws no rules: the finder is costly)."""
-    if not has_ruling(page, drawings=drawings, shaded_cells=shaded_cells):
-        return []
+    """Ruled tables on the page (PyMuPDF's finder only when the page draws rules across rows and
+    columns: it is costly), then (`rows_ruled`) tables ruled across rows alone in the words left."""
+    from ocr_engine.layout.rule_tables import find_rule_tables  # it imports this module
+
+    drawings = page.get_cdrawings() if drawings is None else drawings
+    found: list[FoundTable] = []
+    if has_ruling(page, drawings=drawings, shaded_cells=shaded_cells):
+        found = _finder_tables(page, frame, words)
+    if not rows_ruled:
+        return found
+    taken = frozenset(key for table in found for key in table.words)
+    return found + find_rule_tables(frame, words, drawings, taken)
+
+
+def _finder_tables(page: pymupdf.Page, frame: PageFrame, words: Sequence[Word]) -> list[FoundTable]:
     found: list[FoundTable] = []
     tables = page.find_tables(use_layout=False).tables
     if not tables:

@@ -33,7 +33,7 @@ NUMERIC_RE = re.compile(
 # a cell holding one check-box or tick glyph is a value, like a figure (forms, feature matrices)
 CHECK_RE = re.compile(r"^[*✓✔✗✘☐☑☒□■▢❑❒○●◯]$")
 _CURRENCY = {"$", "€", "£", "¥", "US$"}
-_YEAR_RE = re.compile(r"^(?:FY\s?|fiscal\s)?(?:19|20)\d{2}$", re.IGNORECASE)
+YEAR_RE = re.compile(r"^(?:FY\s?|fiscal\s)?(?:19|20)\d{2}$", re.IGNORECASE)
 _LEADER_RE = re.compile(r"^[.·…_]+$")
 MIN_NUMERIC_TOKENS = 10  # numeric tokens a page needs before its words are aligned
 MIN_TABLE_ROWS = 3  # rows with a label and a number (or several numbers) a table needs
@@ -360,7 +360,7 @@ def _years_only(row: VisualRow, cols: list[tuple[float, float]]) -> bool:
     """Whether a row holds nothing but years over the figure columns ("2022 2021 2020"): the
     last row of the headings, though its numbers line up with the figures."""
     return bool(row.segments) and all(
-        _place(s, cols) != (0, 1) and _YEAR_RE.match(s.text) for s in row.segments
+        _place(s, cols) != (0, 1) and YEAR_RE.match(s.text) for s in row.segments
     )
 
 
