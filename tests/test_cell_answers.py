@@ -538,3 +538,37 @@ def test_a_rows_date_names_the_row_and_its_words_are_cells_too() -> None:
     assert "Widget C, 2024-01-04 00:00:00, Remark: hail damaged the crates" in texts
     assert "Founded, Date: 12/03/2009" in texts
     assert not any(t.startswith("Widget C, Date") for t in texts)
+
+
+def test_a_table_of_words_is_headed_by_its_first_row_and_each_cell_is_said_with_its_label() -> None:
+    """A table with no figure past its labels (the chunk holds no separator row): its first row
+    heads the columns and every other cell of words is a value of its row's label. A table with
+    figures keeps its rows without figures out (their words are not what it is about)."""
+    words = rows_chunk(
+        [
+            "Table 4. Ferries of the estuary",
+            "| Ferry | Crossing | Runs in | Carries |",
+            "| Skylark | Ness to Holm | summer only | foot passengers bicycles |",
+            "| Marigold | Holm to Quay | all year | cars foot passengers |",
+            "| Osprey | Quay to Ness | weekends | foot passengers |",
+            "| Heron | Ness to Quay | never | "
+            + "a description of the vessel that runs on well past what a value would say |",
+        ]
+    )
+    texts = [c.text for c in table_cells(words)]
+    assert not any("vessel" in t for t in texts)  # a cell of prose is no value
+    assert "Marigold, Runs in: all year" in texts, texts
+    assert "Skylark, Carries: foot passengers bicycles" in texts
+    assert "Osprey, Crossing: Quay to Ness" in texts
+    assert not any(t.startswith(("Ferry", "Marigold, Ferry")) for t in texts)
+    figures = rows_chunk(
+        [
+            "| Ferry | Crossing | Trips |",
+            "| Skylark | Ness to Holm | 12 |",
+            "| Marigold | Holm to Quay | |",
+        ]
+    )
+    assert [c.text for c in table_cells(figures)] == [
+        "Skylark, Trips: 12",
+        "Skylark, Crossing: Ness to Holm",
+    ]

@@ -71,6 +71,7 @@ _CALENDAR_DATE = re.compile(  # a day's date, a time of day after it allowed: it
     r"(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?$"
 )
 _MAX_HEADER_ROWS = 4
+_MAX_VALUE_WORDS = 12  # a value in a table of words is a few words; a longer cell is prose
 _MAX_LEADING_ROWS = 8  # rows without figures above the headings: the table's title lines
 _NOTE_MARK = re.compile(r"(?:\s*(?:\((?:\d{1,2}|[a-z])\)|\*{1,3}))+$")  # "Aria (4)", "Other (a)*"
 
@@ -207,14 +208,7 @@ def _dated_by_stub(headers: list[str]) -> list[str]:
 
 def table_cells(chunk: Chunk) -> list[TableCellText]:
     """The value cells of the markdown rows among the chunk's lines."""
-    rows: list[tuple[int, list[str]]] = []
-    other: list[str] = []
-    for index, line in enumerate(chunk.lines):
-        text = chunk.text[line.start : line.end]
-        if is_table_row(text):
-            rows.append((index, split_row(text)))
-        else:
-            other.append(text)
+    rows, other = _rows_of(chunk)
     if not rows:
         return []
     n_cols = max(len(cells) for _, cells in rows)
@@ -226,6 +220,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     headers = _dated_by_stub(undated)
     table_unit, column_units = _units(other, header_rows, undated)
     body = rows[n_header + separated :]
+    of_words = _of_words([cells for _, cells in body])
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     section = before = ""  # the rows below a label alone belong to it; the section before it
@@ -246,7 +241,11 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         shown = f"{wrapped} {label}" if going_on else label
         if going_on:
             section = before
-        if not values:
+        words = [c for c in range(start, len(cells)) if c not in values and _worded(cells[c])]
+        worded = not values and of_words and bool(words)  # each cell says something of the label
+        if worded:
+            words = [c for c in words if len(cells[c].split()) <= _MAX_VALUE_WORDS]
+        elif not values:
             before, section = section, _section_name(shown) if shown.endswith(":") else ""
         elif section and _label_stems(section) <= set(stems(shown)):  # the row that totals it
             section = ""
@@ -258,12 +257,35 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             out.append(
                 TableCellText(index, col, shown, headers[col], value, unit, own == "", section)
             )
-        if values:  # a row of figures' cells of words say what its figures are about too
-            words = [c for c in range(start, len(cells)) if c not in values and _worded(cells[c])]
-            for c in words:
-                out.append(TableCellText(index, c, shown, headers[c], cells[c], "", True, section))
-        wrapped = label if not values else ""
+        if values or worded:  # a row of figures' cells of words say what they are about too
+            out += [
+                TableCellText(index, c, shown, headers[c], cells[c], "", True, section)
+                for c in words
+            ]
+        wrapped = label if not values and not worded else ""
     return out
+
+
+def _rows_of(chunk: Chunk) -> tuple[list[tuple[int, list[str]]], list[str]]:
+    """The chunk's markdown rows (with their line's index, split into cells) and its other lines."""
+    rows: list[tuple[int, list[str]]] = []
+    other: list[str] = []
+    for index, line in enumerate(chunk.lines):
+        text = chunk.text[line.start : line.end]
+        if is_table_row(text):
+            rows.append((index, split_row(text)))
+        else:
+            other.append(text)
+    return rows, other
+
+
+def _of_words(body: list[list[str]]) -> bool:
+    """Whether a table's rows hold no figure past their labels (their first cell of words)."""
+    for cells in body:
+        filled = [c for c in cells if c]
+        if any(ch.isdigit() for c in filled[1:] for ch in c):
+            return False
+    return True
 
 
 def _header_count(rows: list[tuple[int, list[str]]]) -> tuple[int, bool]:
@@ -271,6 +293,8 @@ def _header_count(rows: list[tuple[int, list[str]]]) -> tuple[int, bool]:
     separator = next((k for k, (_, cells) in enumerate(rows) if _is_separator(cells)), None)
     if separator is not None:
         return separator, True
+    if all(_is_header_row(cells) for _, cells in rows):  # a table of words: one row heads it
+        return 1, False
     leading = [_is_header_row(cells) for _, cells in rows[:_MAX_LEADING_ROWS]]
     n_header = leading.index(False) if False in leading else len(leading)
     return min(n_header, len(rows) - 1), False
