@@ -221,3 +221,24 @@ def test_a_label_over_rows_that_a_shorter_rule_parts_spans_them() -> None:
     [label] = [c for c in table.cells if c.text == "Uplands"]
     assert label.row_span == 2
     assert _row_of(table, "Uplands")[1] == "Ashby Ashby"
+
+
+def test_a_cell_wider_than_its_column_keeps_its_words_in_its_box() -> None:
+    """One line of eight may cross a gutter (a long entry), so the column's edge cuts its words:
+    the cell's box grows to hold them, and so its highlight does not clip them."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    _rule(page, 100)
+    _row(page, 112, {0: "Bridge", 1: "River", 2: "Opened", 3: "Built of"})
+    _rule(page, 118)
+    names = ["Old Mill", "Ferry Lane", "Castle Road", "Weir Steps", "Kings Ford"]
+    names += ["Tanner Row", "Abbey Walk", "Salt Quay"]
+    for i, name in enumerate(names):
+        _row(page, 130 + i * LINE, {0: name, 1: "Avon", 2: "1821"})
+        built = "reinforced concrete" if i == 3 else "stone"
+        page.insert_text((392.0 if i == 3 else COLUMNS[3], 130 + i * LINE), built, fontsize=9)
+    _rule(page, 130 + 7 * LINE + 6)
+    [table] = _tables(_read(doc))
+    assert table.cells is not None
+    [cell] = [c for c in table.cells if c.text == "reinforced concrete"]
+    assert cell.bbox is not None and cell.bbox[0] <= 392.5

@@ -10,9 +10,11 @@ from itertools import pairwise
 from statistics import median
 from typing import Any
 
-from ocr_engine.geometry import Box, area, intersection
+from ocr_engine.geometry import Box, area, intersection, union
 from ocr_engine.layout.tables import (
+    CellWords,
     FoundTable,
+    assemble,
     cell_texts,
     cell_words,
     convert_table,
@@ -292,10 +294,23 @@ def find_rule_tables(
             continue
         table = convert_table(boxes, cell_texts(grid), frame)
         if table is not None and plausible(table, page_area) and _headed(table):
+            table = _fitted(table, grid, len(boxes), len(cols))
             table.words = frozenset(w.key for row in grid for cell in row for w in cell or ())
             held |= table.words
             found.append(table)
     return found
+
+
+def _fitted(table: FoundTable, grid: CellWords, n_rows: int, n_cols: int) -> FoundTable:
+    """The table with each cell's box grown to hold its words: a word wider than its column
+    reaches past the gutter's middle, where the column's box ends."""
+    cells = []
+    for cell in table.cells:
+        words = grid[cell.row][cell.col] or []
+        boxes = [cell.bbox] if cell.bbox is not None else []
+        grown = union([*boxes, *(w.bbox for w in words)]) if words else cell.bbox
+        cells.append(cell.model_copy(update={"bbox": grown}))
+    return assemble(cells, n_rows, n_cols, union([table.bbox, *(c.bbox for c in cells if c.bbox)]))
 
 
 def with_unruled(rows_ruled: list[FoundTable], unruled: list[FoundTable]) -> list[FoundTable]:
