@@ -572,3 +572,18 @@ def test_a_table_of_words_is_headed_by_its_first_row_and_each_cell_is_said_with_
         "Skylark, Trips: 12",
         "Skylark, Crossing: Ness to Holm",
     ]
+
+
+def test_headings_that_are_names_with_digits_head_the_columns() -> None:
+    """ "2-hop" or "GPT-4" is a name, not a figure: a row of them heads the columns."""
+    chunk = rows_chunk(
+        [
+            "| Model | 2-hop | 3-hop | Tokens |",
+            "| Codex | 55.57 | 53.42 | 8,000 |",
+            "| GPT-4 | 61.05 | 59.47 | 32,000 |",
+        ]
+    )
+    texts = [c.text for c in table_cells(chunk)]
+    assert "Codex, 3-hop: 53.42" in texts, texts
+    assert "GPT-4, Tokens: 32,000" in texts
+    assert not any(t.startswith("Model") for t in texts)

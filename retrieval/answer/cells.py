@@ -87,8 +87,8 @@ def _is_separator(cells: list[str]) -> bool:
 
 
 def _is_header_row(cells: list[str]) -> bool:
-    """No figure but dates and periods: a row of column headings."""
-    return not any(ch.isdigit() for ch in _PERIOD_NUMBERS.sub("", " ".join(cells)))
+    """No figure but dates and periods: a row of column headings ("2-hop", "GPT-4" are names)."""
+    return not any(_NUMERIC.match(t) for t in _PERIOD_NUMBERS.sub("", " ".join(cells)).split())
 
 
 @dataclass(frozen=True)
