@@ -242,3 +242,18 @@ def test_a_cell_wider_than_its_column_keeps_its_words_in_its_box() -> None:
     assert table.cells is not None
     [cell] = [c for c in table.cells if c.text == "reinforced concrete"]
     assert cell.bbox is not None and cell.bbox[0] <= 392.5
+
+
+def test_rules_around_a_list_under_a_title_make_no_table() -> None:
+    """A box of rules whose first band is a title (one cell) over two columns of names and their
+    settings is no table: no row of the box heads its columns."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    _rule(page, 100)
+    page.insert_text((LEFT, 112), "Loader settings", fontsize=9)
+    _rule(page, 118)
+    settings = [("timeout", "thirty"), ("retries", "three"), ("folder", "inbox"), ("mode", "watch")]
+    for i, (name, value) in enumerate(settings):
+        _row(page, 130 + i * LINE, {0: name, 2: value})
+    _rule(page, 130 + 3 * LINE + 6)
+    assert _rule_tables(doc) == []
