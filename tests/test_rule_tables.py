@@ -26,6 +26,16 @@ def _row(page: pymupdf.Page, y: float, cells: dict[int, str]) -> None:
         page.insert_text((COLUMNS[col], y), text, fontsize=9)
 
 
+def _headed_page(headings: tuple[str, ...]) -> tuple[pymupdf.Document, pymupdf.Page]:
+    """A new page with a table's top rule, its headings (one a column) and the rule under them."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    _rule(page, 100)
+    _row(page, 112, dict(enumerate(headings)))
+    _rule(page, 118)
+    return doc, page
+
+
 def _read(doc: pymupdf.Document) -> Page:
     return PyMuPDFEngine().extract_page(pymupdf.open("pdf", doc.tobytes())[0])
 
@@ -34,7 +44,7 @@ def _tables(page: Page) -> list[Block]:
     return [b for b in page.blocks if b.type == BlockType.table]
 
 
-def _row_of(table: Block, label: str) -> dict[int, str]:
+def _row_of(table: Block | FoundTable, label: str) -> dict[int, str]:
     assert table.cells is not None
     [row] = {c.row for c in table.cells if c.col == 0 and c.text == label}
     return {c.col: c.text for c in table.cells if c.row == row}
@@ -42,12 +52,8 @@ def _row_of(table: Block, label: str) -> dict[int, str]:
 
 def _grouped_table() -> pymupdf.Document:
     """Groups of rows, each with its label printed once beside several lines, ruled apart."""
-    doc = pymupdf.open()
-    page = doc.new_page()
+    doc, page = _headed_page(("Station", "Gauges", "Unit", "Read every"))
     page.insert_text((LEFT, 90), "Table 3. Gauges kept at each station", fontsize=9)
-    _rule(page, 100)
-    _row(page, 112, {0: "Station", 1: "Gauges", 2: "Unit", 3: "Read every"})
-    _rule(page, 118)
     y = 118.0
     groups = [
         ("Northfield", ["Rain gauge", "Wind vane", "Barometer"], ["mm", "degrees", "hPa"]),
@@ -81,11 +87,7 @@ def test_a_table_ruled_between_groups_of_rows_reads_a_row_per_group() -> None:
 
 
 def test_a_table_with_three_rules_reads_a_row_per_labelled_line() -> None:
-    doc = pymupdf.open()
-    page = doc.new_page()
-    _rule(page, 100)
-    _row(page, 112, {0: "Bridge", 1: "River", 2: "Opened", 3: "Span"})
-    _rule(page, 118)
+    doc, page = _headed_page(("Bridge", "River", "Opened", "Span"))
     spans = [
         ("Old Mill", "Avon", "1821", "long stone arch"),
         ("Ferry Lane", "Severn", "1904", "iron"),
@@ -189,11 +191,7 @@ def test_rules_over_the_figures_alone_leave_the_rows_to_their_labels() -> None:
 
 
 def test_a_group_of_rows_with_a_figure_on_each_line_reads_a_row_per_line() -> None:
-    doc = pymupdf.open()
-    page = doc.new_page()
-    _rule(page, 100)
-    _row(page, 112, {0: "Ward", 1: "Street", 2: "Homes", 3: "Built"})
-    _rule(page, 118)
+    doc, page = _headed_page(("Ward", "Street", "Homes", "Built"))
     for i, (street, homes, built) in enumerate(
         [("Mill Lane", "42", "1931"), ("Kiln Row", "17", "1958")]
     ):
@@ -207,11 +205,7 @@ def test_a_group_of_rows_with_a_figure_on_each_line_reads_a_row_per_line() -> No
 
 def test_a_label_over_rows_that_a_shorter_rule_parts_spans_them() -> None:
     """A rule that starts right of the first column parts the rows beside it, not the label."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    _rule(page, 100)
-    _row(page, 112, {0: "Region", 1: "Town", 2: "Market day", 3: "Stalls"})
-    _rule(page, 118)
+    doc, page = _headed_page(("Region", "Town", "Market day", "Stalls"))
     _row(page, 130, {0: "Uplands", 1: "Ashby", 2: "Tuesday", 3: "forty"})
     _row(page, 130 + LINE, {1: "Ashby", 2: "Saturday", 3: "sixty"})
     _rule(page, 130 + LINE + 6, x0=COLUMNS[1] - 4)
@@ -226,11 +220,7 @@ def test_a_label_over_rows_that_a_shorter_rule_parts_spans_them() -> None:
 def test_a_cell_wider_than_its_column_keeps_its_words_in_its_box() -> None:
     """One line of eight may cross a gutter (a long entry), so the column's edge cuts its words:
     the cell's box grows to hold them, and so its highlight does not clip them."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    _rule(page, 100)
-    _row(page, 112, {0: "Bridge", 1: "River", 2: "Opened", 3: "Built of"})
-    _rule(page, 118)
+    doc, page = _headed_page(("Bridge", "River", "Opened", "Built of"))
     names = ["Old Mill", "Ferry Lane", "Castle Road", "Weir Steps", "Kings Ford"]
     names += ["Tanner Row", "Abbey Walk", "Salt Quay"]
     for i, name in enumerate(names):
