@@ -42,6 +42,7 @@ _SHAPING_SOURCES = (
     "retrieval/index/sparse.py",
     "retrieval/text_terms.py",  # the CJK spacing the lexical terms drop
     "retrieval/table_rows.py",  # the rows the chunker repeats with the rows they date
+    "retrieval/table_units.py",  # a unit in the stub of the years' row under a spanning heading
     "ocr_engine/engines/extract.py",
     "ocr_engine/layout/furniture.py",
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from retrieval.table_units import is_unit_statement
 from retrieval.text_terms import said
 
 __all__ = [
@@ -47,8 +48,14 @@ def holds_a_period_alone(cells: list[str]) -> bool:
 
 
 def dates_columns(text: str) -> bool:
-    """A markdown row with an empty first cell and only years or dates in the others: the
-    columns' "| | 2022 | 2021 |" under a spanning heading."""
+    """A markdown row with only years or dates past its first cell, which is empty or states the
+    table's unit: the columns' "| | 2022 | 2021 |" or "| (In millions) | 2022 | 2021 |" under a
+    spanning heading."""
     cells = split_row(text) if is_table_row(text) else []
     filled = [c for c in cells[1:] if c]
-    return len(cells) > 2 and not cells[0] and bool(filled) and all(map(_DATE_CELL.match, filled))
+    return (
+        len(cells) > 2
+        and (not cells[0] or is_unit_statement(cells[0]))
+        and bool(filled)
+        and all(map(_DATE_CELL.match, filled))
+    )

@@ -297,14 +297,16 @@ def test_a_years_label_row_heads_its_rows_and_is_not_repeated_over_others(
     assert ordered == rows
 
 
+@pytest.mark.parametrize("stub", ["", "(In millions)"])
 def test_the_years_under_a_tables_heading_are_repeated_with_it(
-    count_tokens: Callable[[str], int],
+    count_tokens: Callable[[str], int], stub: str
 ) -> None:
     """The table finder gives "Three Months Ended December 31," as the header and "2022 | 2021"
-    under it as a row: each row group repeats both, so that its cells have their years."""
+    under it as a row (its first cell empty, or stating the table's unit): each row group repeats
+    both, so that its cells have their years."""
     b = Pages()
     header = "| | Three Months Ended December 31, | |"
-    years = "| | 2022 | 2021 |"
+    years = f"| {stub} | 2022 | 2021 |"
     rows = [f"| Measure {i} | {i},000 | {i},500 |" for i in range(30)]
     cells = [TableCell(row=0, col=c, text=t, header=True) for c, t in enumerate("TMY")]
     b.add(1, BlockType.table, [header, years, *rows], cells=cells)

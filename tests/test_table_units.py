@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from doubles.builders import rows_chunk
 from retrieval.answer.cells import table_cells
-from retrieval.answer.table_units import is_unit_statement, stated_unit, unit_for_row
+from retrieval.table_units import is_unit_statement, stated_unit, unit_for_row
 
 
 def _texts(rows: list[str]) -> list[str]:

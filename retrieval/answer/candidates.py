@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from retrieval.answer.cells import TableCellText, table_cells
-from retrieval.answer.table_units import stated_unit
 from retrieval.schema import TABLE_ROWS_KIND, BBox, Chunk, ScoredChunk
 from retrieval.table_rows import is_table_row
+from retrieval.table_units import stated_unit
 from retrieval.text_terms import said, sentence_spans, stems
 
 if TYPE_CHECKING:

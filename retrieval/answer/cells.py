@@ -19,7 +19,7 @@ headings, "United" over "States"; a column that names
 no year takes the year of the heading over the labels, or of the last row below the header
 that holds nothing but a year: a quarterly table's "2016" over that year's rows). A cell's unit
 is its column header's, else the table's (its caption lines, its stub header, a header row that
-only states a unit), as `retrieval.answer.table_units` says it for the cell's row.
+only states a unit), as `retrieval.table_units` says it for the cell's row.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from retrieval.answer.table_units import (
+from retrieval.schema import Chunk
+from retrieval.table_rows import holds_a_period_alone, is_period_row, is_table_row, split_row
+from retrieval.table_units import (
     is_unit_statement,
     names_own_measure,
     stated_unit,
     unit_for_row,
 )
-from retrieval.schema import Chunk
-from retrieval.table_rows import holds_a_period_alone, is_period_row, is_table_row, split_row
 from retrieval.text_terms import stems
 
 __all__ = [

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from retrieval.answer.table_units import unit_for_row
 from retrieval.schema import Chunk, Citation, ScoredChunk
+from retrieval.table_units import unit_for_row
 from retrieval.text_terms import sentence_spans
 
 if TYPE_CHECKING:
