@@ -22,7 +22,7 @@ from ocr_engine.layout.tables import (
     plausible,
 )
 from ocr_engine.layout.textlayer import PageFrame, Word, WordKey
-from ocr_engine.layout.unruled_tables import NUMERIC_RE, YEAR_RE
+from ocr_engine.layout.unruled_tables import NUMERIC_RE, YEAR_RE, word_lines
 
 RULE_SLACK = 2.0  # points: the rules of one table end this close to each other
 MIN_RULE_WIDTH = 60.0  # points: shorter strokes underline words, they do not rule tables
@@ -93,7 +93,7 @@ def _words_between(words: Sequence[Word], rule: Rule, bottom: float) -> list[Wor
     return [
         w
         for w in words
-        if rule.y < (w.raw[1] + w.raw[3]) / 2 < bottom
+        if rule.y < _middle(w) < bottom
         and rule.x0 - RULE_SLACK <= w.raw[0]
         and w.raw[2] <= rule.x1 + RULE_SLACK
     ]
@@ -101,7 +101,7 @@ def _words_between(words: Sequence[Word], rule: Rule, bottom: float) -> list[Wor
 
 def _columns(body: list[list[Word]], x0: float, x1: float) -> list[tuple[float, float]]:
     """The x-ranges of the columns: cut at gaps that no line crosses, or one line of eight or more
-    (a group's title set across the columns); a column holds words on two lines at least."""
+    (a group's title set across the columns)."""
     heights = [w.raw[3] - w.raw[1] for line in body for w in line]
     if not heights:
         return []
@@ -128,19 +128,9 @@ def _columns(body: list[list[Word]], x0: float, x1: float) -> list[tuple[float, 
     return list(pairwise(edges))
 
 
-def _lines(words: list[Word]) -> list[list[Word]]:
-    """Words grouped into text lines by their vertical centres, top to bottom."""
-    lines: list[list[Word]] = []
-    for word in sorted(words, key=lambda w: (w.raw[1] + w.raw[3]) / 2):
-        centre = (word.raw[1] + word.raw[3]) / 2
-        last = lines[-1] if lines else None
-        if last and abs(centre - (last[0].raw[1] + last[0].raw[3]) / 2) <= 0.5 * (
-            last[0].raw[3] - last[0].raw[1]
-        ):
-            last.append(word)
-        else:
-            lines.append([word])
-    return lines
+def _middle(word: Word) -> float:
+    """A word's vertical centre in raw page coordinates (the rules' own)."""
+    return (word.raw[1] + word.raw[3]) / 2
 
 
 @dataclass(slots=True)
@@ -155,7 +145,7 @@ def _rows(bands: list[tuple[float, float, list[Word]]], col0: tuple[float, float
     first column of the band labels more than one line (lines without a label continue a row)."""
     rows: list[_Row] = []
     for index, (top, bottom, words) in enumerate(bands):
-        lines = _lines(words)
+        lines = word_lines(words, raw=True)
         starts = [
             i
             for i, line in enumerate(lines)
@@ -200,8 +190,7 @@ def _grid(
 
     def holds(box: Box) -> bool:
         return any(
-            box[0] <= (w.raw[0] + w.raw[2]) / 2 < box[2]
-            and box[1] <= (w.raw[1] + w.raw[3]) / 2 < box[3]
+            box[0] <= (w.raw[0] + w.raw[2]) / 2 < box[2] and box[1] <= _middle(w) < box[3]
             for w in words
         )
 
@@ -236,8 +225,7 @@ def _rows_go_on_outside(body: list[list[Word]], words: Sequence[Word], rule: Rul
     outside = [w for w in words if w.raw[2] <= rule.x0 or w.raw[0] >= rule.x1]
     went_on = 0
     for line in body:
-        centre = (line[0].raw[1] + line[0].raw[3]) / 2
-        if any(abs((w.raw[1] + w.raw[3]) / 2 - centre) <= 1.0 for w in outside):
+        if any(abs(_middle(w) - _middle(line[0])) <= 1.0 for w in outside):
             went_on += 1
     return went_on >= max(1, len(body) / 2)
 
@@ -283,8 +271,8 @@ def find_rule_tables(
             (a, b, _words_between(words, Rule(a, top.x0, top.x1), b)) for a, b in pairwise(edges)
         ]
         body = [w for _, _, band in bands[1:] for w in band]
-        cols = _columns(_lines(body), top.x0, top.x1)
-        if len(cols) < 2 or _rows_go_on_outside(_lines(body), words, top):
+        cols = _columns(word_lines(body, raw=True), top.x0, top.x1)
+        if len(cols) < 2 or _rows_go_on_outside(word_lines(body, raw=True), words, top):
             continue
         rows = _rows(bands, cols[0])
         region = [w for _, _, band in bands for w in band]

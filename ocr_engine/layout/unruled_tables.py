@@ -24,6 +24,7 @@ __all__ = [
     "numeric_tokens",
     "tabular_share",
     "visual_rows",
+    "word_lines",
 ]
 
 NUMERIC_RE = re.compile(
@@ -70,17 +71,26 @@ def numeric_tokens(texts: Iterable[str]) -> int:
     )
 
 
+def word_lines(words: Sequence[Word], raw: bool = False) -> list[list[Word]]:
+    """Words grouped into text lines, top to bottom: a word whose vertical centre lies within the
+    first word of a line joins it (boxes as displayed, or `raw` page coordinates)."""
+
+    def box(word: Word) -> Box:
+        return word.raw if raw else word.bbox
+
+    lines: list[list[Word]] = []
+    for word in sorted(words, key=lambda w: ((box(w)[1] + box(w)[3]) / 2, box(w)[0])):
+        centre = (box(word)[1] + box(word)[3]) / 2
+        if lines and box(lines[-1][0])[1] <= centre <= box(lines[-1][0])[3]:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return lines
+
+
 def visual_rows(words: list[Word]) -> list[VisualRow]:
     """Words grouped into visual rows (by vertical centre), each cut into segments at wide gaps."""
-    rows: list[list[Word]] = []
-    for word in sorted(words, key=lambda w: ((w.bbox[1] + w.bbox[3]) / 2, w.bbox[0])):
-        box = word.bbox
-        centre = (box[1] + box[3]) / 2
-        if rows and rows[-1][0].bbox[1] <= centre <= rows[-1][0].bbox[3]:
-            rows[-1].append(word)
-        else:
-            rows.append([word])
-    return [VisualRow(union(w.bbox for w in row), _segments(row)) for row in rows]
+    return [VisualRow(union(w.bbox for w in row), _segments(row)) for row in word_lines(words)]
 
 
 def _segments(row: list[Word]) -> list[Segment]:
