@@ -21,8 +21,8 @@ from ocr_engine.layout.tables import (
     cuts_running_text,
     plausible,
 )
-from ocr_engine.layout.textlayer import PageFrame, Word, WordKey
-from ocr_engine.layout.unruled_tables import NUMERIC_RE, YEAR_RE, word_lines
+from ocr_engine.layout.textlayer import PageFrame, Word, WordKey, word_lines
+from ocr_engine.layout.unruled_tables import NUMERIC_RE, YEAR_RE
 
 RULE_SLACK = 2.0  # points: the rules of one table end this close to each other
 MIN_RULE_WIDTH = 60.0  # points: shorter strokes underline words, they do not rule tables

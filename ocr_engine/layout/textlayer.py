@@ -150,6 +150,23 @@ def _same_row(a: TextLine, b: TextLine) -> bool:
     return height > 0 and overlap > 0.6 * height and gap < 2.5 * max(a.size, b.size)
 
 
+def word_lines(words: Sequence[Word], raw: bool = False) -> list[list[Word]]:
+    """Words grouped into text lines, top to bottom: a word whose vertical centre lies within the
+    first word of a line joins it (boxes as displayed, or `raw` page coordinates)."""
+
+    def box(word: Word) -> Box:
+        return word.raw if raw else word.bbox
+
+    lines: list[list[Word]] = []
+    for word in sorted(words, key=lambda w: ((box(w)[1] + box(w)[3]) / 2, box(w)[0])):
+        centre = (box(word)[1] + box(word)[3]) / 2
+        if lines and box(lines[-1][0])[1] <= centre <= box(lines[-1][0])[3]:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return lines
+
+
 def text_page(page: pymupdf.Page) -> pymupdf.TextPage:
     """The page's text layer, parsed once for its lines and its words."""
     return page.get_textpage(flags=TEXT_FLAGS)

@@ -10,7 +10,7 @@ from itertools import pairwise
 
 from ocr_engine.geometry import Box, centre_inside, union
 from ocr_engine.layout.tables import FoundTable, assemble
-from ocr_engine.layout.textlayer import PageFrame, Word, WordKey
+from ocr_engine.layout.textlayer import PageFrame, Word, WordKey, word_lines
 from ocr_engine.schema import TableCell
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "numeric_tokens",
     "tabular_share",
     "visual_rows",
-    "word_lines",
 ]
 
 NUMERIC_RE = re.compile(
@@ -69,23 +68,6 @@ def numeric_tokens(texts: Iterable[str]) -> int:
         for token in text.split()
         if (any(c.isdigit() for c in token) and NUMERIC_RE.match(token)) or CHECK_RE.match(token)
     )
-
-
-def word_lines(words: Sequence[Word], raw: bool = False) -> list[list[Word]]:
-    """Words grouped into text lines, top to bottom: a word whose vertical centre lies within the
-    first word of a line joins it (boxes as displayed, or `raw` page coordinates)."""
-
-    def box(word: Word) -> Box:
-        return word.raw if raw else word.bbox
-
-    lines: list[list[Word]] = []
-    for word in sorted(words, key=lambda w: ((box(w)[1] + box(w)[3]) / 2, box(w)[0])):
-        centre = (box(word)[1] + box(word)[3]) / 2
-        if lines and box(lines[-1][0])[1] <= centre <= box(lines[-1][0])[3]:
-            lines[-1].append(word)
-        else:
-            lines.append([word])
-    return lines
 
 
 def visual_rows(words: list[Word]) -> list[VisualRow]:
