@@ -652,3 +652,34 @@ def test_ligatures_are_expanded_so_text_reads_as_typed() -> None:
     text = "\n".join(block.text for page in doc.pages for block in page.blocks)
     assert "difficult financial tables" in " ".join(text.split())
     assert not any(ch in text for ch in "\ufb00\ufb01\ufb02\ufb03\ufb04")
+
+
+def _bulleted_page(number_gap: float) -> pymupdf.Document:
+    """Body lines, then items whose bullet is set larger in another font than their text, then
+    a page number `number_gap` points under the last item."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=792, height=612)
+    y = 80.0
+    for i in range(6):
+        page.insert_text((18, y), f"Line {i} of the body. {BODY[:80]}", fontname="helv", fontsize=8)
+        y += 10
+    items = [
+        "mentors who inspire new passions and possibilities;",
+        "social and emotional support, including mental health resources; and",
+        "paid internship and career exploration opportunities that put learning into practice.",
+    ]
+    for item in items:
+        y += 10
+        page.insert_text((34, y), "\u2022", fontname="tiro", fontsize=8.9)
+        page.insert_text((50, y), item, fontname="helv", fontsize=8)
+    page.insert_text((303, y + number_gap), "6", fontname="helv", fontsize=8)
+    return doc
+
+
+def test_an_item_whose_bullet_is_set_in_a_larger_symbol_font_is_no_heading() -> None:
+    """The bullet and its text are two lines in the text layer; joined, the line has the text's
+    font and size, so a short item that ends without a stop is a list item, not a heading."""
+    blocks = _read_first_page(_bulleted_page(number_gap=14)).blocks
+    items = [b for b in blocks if "support" in b.text or "mentors" in b.text or "paid" in b.text]
+    assert [b.type for b in items] == [BlockType.list_item] * 3
+    assert not [b for b in blocks if b.type == BlockType.section_header]

@@ -122,19 +122,22 @@ def _line_from_spans(
 
 
 def _merge_visual_lines(lines: list[TextLine]) -> list[TextLine]:
-    """Join MuPDF lines that sit on the same visual line (same baseline band, side by side)."""
+    """Join MuPDF lines that sit on the same visual line (same baseline band, side by side); a
+    lone bullet glyph joined to its item's text leaves the line the text's size and font (the
+    glyph is set in a symbol font, often larger)."""
     merged: list[TextLine] = []
     for line in lines:
         prev = merged[-1] if merged else None
         if prev is not None and prev.horizontal and line.horizontal and _same_row(prev, line):
             left, right = (prev, line) if prev.bbox[0] <= line.bbox[0] else (line, prev)
+            glyph = len(left.text) == 1 and not left.text.isalnum()
             merged[-1] = TextLine(
                 text=f"{left.text} {right.text}",
                 bbox=union((prev.bbox, line.bbox)),
-                size=max(prev.size, line.size),
+                size=right.size if glyph else max(prev.size, line.size),
                 bold=prev.bold and line.bold,
                 mono=prev.mono and line.mono,
-                font=prev.font,
+                font=right.font if glyph else prev.font,
                 white=prev.white and line.white,
                 keys=left.keys + right.keys,
             )
