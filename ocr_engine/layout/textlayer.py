@@ -123,8 +123,8 @@ def _line_from_spans(
 
 def _merge_visual_lines(lines: list[TextLine]) -> list[TextLine]:
     """Join MuPDF lines that sit on the same visual line (same baseline band, side by side); a
-    lone bullet glyph joined to its item's text leaves the line the text's size and font (the
-    glyph is set in a symbol font, often larger)."""
+    lone mark left of the text (a bullet glyph, set in a symbol font and often larger; a "$")
+    leaves the joined line the text's size and font."""
     merged: list[TextLine] = []
     for line in lines:
         prev = merged[-1] if merged else None
