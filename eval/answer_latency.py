@@ -81,13 +81,13 @@ def main(argv: list[str] | None = None) -> int:
                     retriever = variants[name]
                     req = QueryRequest(question=question)
                     t0 = time.perf_counter()
-                    hits = retriever.search(question, req.top_k, search_filter(req))
+                    ranked = retriever.ranked(question, req.top_k, search_filter(req))
                     t1 = time.perf_counter()
                     answer = extractive_answer(
                         question,
-                        hits,
+                        ranked.hits,
                         embedder=retriever.embedder,
-                        options=retriever.answer_options(req),
+                        options=retriever.answer_options(req, ranked),
                     )
                     t2 = time.perf_counter()
                     answers[round_, name].append(

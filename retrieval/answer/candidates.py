@@ -120,23 +120,33 @@ def answer_texts(chunk: Chunk) -> list[str]:
 
 
 def _with_table_rest(
-    hits: list[ScoredChunk], table_rest: Callable[[Chunk], Sequence[Chunk]] | None
+    hits: list[ScoredChunk],
+    table_rest: Callable[[Chunk], Sequence[Chunk]] | None,
+    mates: Sequence[ScoredChunk] = (),
 ) -> tuple[list[ScoredChunk], list[int]]:
     """The hits, each followed by the other pieces of its table (`Lookups.table_rest`)
-    that are not hits themselves, scored as the hit; and the rank of the hit each comes from."""
-    if table_rest is None:
-        return hits, list(range(len(hits)))
+    that are not hits themselves, scored as the hit, then the `mates` (the search's other
+    candidates) on a hit's page, with their own scores; and the rank of the hit each comes from."""
     seen = {(h.chunk.doc_id, h.chunk.chunk_id) for h in hits}
     pool: list[ScoredChunk] = []
     ranks: list[int] = []
     for rank, hit in enumerate(hits):
         pool.append(hit)
         ranks.append(rank)
-        for piece in table_rest(hit.chunk) if hit.chunk.kind == TABLE_ROWS_KIND else ():
+        rest = table_rest(hit.chunk) if table_rest and hit.chunk.kind == TABLE_ROWS_KIND else ()
+        for piece in rest:
             if (piece.doc_id, piece.chunk_id) not in seen:
                 seen.add((piece.doc_id, piece.chunk_id))
                 pool.append(ScoredChunk(chunk=piece, score=hit.score))
                 ranks.append(rank)
+    page_rank = {(h.chunk.doc_id, h.chunk.page): r for r, h in reversed(list(enumerate(hits)))}
+    for mate in mates:
+        key = (mate.chunk.doc_id, mate.chunk.chunk_id)
+        its_page = page_rank.get((mate.chunk.doc_id, mate.chunk.page))
+        if its_page is not None and key not in seen:
+            seen.add(key)
+            pool.append(mate)
+            ranks.append(its_page)
     return pool, ranks
 
 

@@ -184,10 +184,11 @@ def _introduced(
     hits: Sequence[ScoredChunk],
     following: Callable[[Chunk], Sequence[Chunk]] | None,
 ) -> list[Chunk]:
-    """What a chunk ending in a lead-in introduces: the nearest hit a few chunks after it, or
-    else (given `following`) its next chunks up to the first of some length (a table's column
-    header can be a chunk of its own); only chunks that start on the page the lead-in ends on
-    or the next."""
+    """What a chunk ending in a lead-in introduces: its next chunks up to the first of some
+    length (a table's column header can be a chunk of its own), taken from the hits a few
+    chunks after it, else (given `following`) from the store; the nearest such hit alone when
+    none is of that length and the store is not asked. Only chunks that start on the page the
+    lead-in ends on or the next."""
     last_page = chunk.lines[-1].page if chunk.lines else chunk.page
 
     def starts_near(after: Chunk) -> bool:
@@ -201,17 +202,22 @@ def _introduced(
         and hit.chunk.chunk_id in ahead
         and starts_near(hit.chunk)
     ]
-    if near:
-        return [min(near, key=lambda c: c.chunk_id)]
-    if following is None:
-        return []
-    introduced: list[Chunk] = []
-    for after in following(chunk):
+    near.sort(key=lambda c: c.chunk_id)
+    run = _up_to_substance(near, starts_near)
+    if run or following is None:
+        return run or near[:1]
+    return _up_to_substance(following(chunk), starts_near)
+
+
+def _up_to_substance(chunks: Sequence[Chunk], starts_near: Callable[[Chunk], bool]) -> list[Chunk]:
+    """The chunks up to the first of some length, all starting near; none if no such one."""
+    run: list[Chunk] = []
+    for after in chunks:
         if not starts_near(after):
             break
-        introduced.append(after)
+        run.append(after)
         if len(after.text.split()) >= _SUBSTANCE_WORDS:
-            return introduced
+            return run
     return []
 
 

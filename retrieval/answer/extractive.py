@@ -38,7 +38,9 @@ def extractive_answer(
     sentences the `embedder` (if any) ranks again, keeping those within 0.8 times the best. No
     answer (text None) without hits, or when no pooled sentence is as like the question as
     `options.min_support`."""
-    top, ranks = _with_table_rest(list(hits[: options.max_hits]), options.lookups.table_rest)
+    top, ranks = _with_table_rest(
+        list(hits[: options.max_hits]), options.lookups.table_rest, options.page_mates
+    )
     if options.scope.subjects and not any(
         _writes(h.chunk.text, options.scope.subjects) for h in top
     ):

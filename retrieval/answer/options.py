@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from retrieval.answer.page_layout import Layout
 from retrieval.doc_card import DocumentCard
-from retrieval.schema import Chunk, Citation
+from retrieval.schema import Chunk, Citation, ScoredChunk
 
 if TYPE_CHECKING:
     from retrieval.search.rerank import Reranker
@@ -64,8 +64,9 @@ class AnswerOptions:
     cited first unless another is much better supported; a section heading over a hit's chunk
     leads the answer when it is more like the question than the best candidate by
     `heading_lead`; with a `judge` (a cross-encoder, FOLIO_ANSWER_JUDGE) the best candidates
-    are ordered again by it ("not found" stays the embedder's `min_support`). The request's
-    `scope` and the store's `lookups` are the rest (measured in docs/benchmarks.md)."""
+    are ordered again by it ("not found" stays the embedder's `min_support`); `page_mates`, the
+    search's other candidates on the hits' pages, are read with the hit of their page. The
+    request's `scope` and the store's `lookups` are the rest (measured in docs/benchmarks.md)."""
 
     max_hits: int = 5
     dense_pool: int = DENSE_POOL
@@ -76,6 +77,7 @@ class AnswerOptions:
     judge: Reranker | None = None
     scope: Scope = Scope()
     lookups: Lookups = Lookups()
+    page_mates: Sequence[ScoredChunk] = ()
 
 
 class Answer(NamedTuple):

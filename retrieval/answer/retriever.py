@@ -117,6 +117,7 @@ class Retriever(Searcher):
             judge=self.answer_judge,
             scope=scope,
             lookups=lookups,
+            page_mates=ranked.mates if ranked is not None else (),
         )
 
     def _unknown_subjects(self, req: QueryRequest) -> tuple[str, ...]:

@@ -63,6 +63,10 @@ class Ranked(NamedTuple):
     place: Place | None = None
     """Where the place the question names ("on page 17", "Figure 3") was found: its hits come
     first."""
+    mates: tuple[ScoredChunk, ...] = ()
+    """The other fused candidates on the hits' pages, best first: a page takes one place in the
+    hits, and what answers on it can be its second chunk (a table under the paragraph that
+    speaks of it)."""
 
 
 def _holds_caption(chunk: Chunk, label: str) -> bool:
@@ -140,6 +144,15 @@ def distinct_pages(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
     if len(best) == limit:
         return best
     return _distinct([*best, *scored], limit, lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id))
+
+
+def page_mates(hits: list[ScoredChunk], candidates: list[ScoredChunk]) -> tuple[ScoredChunk, ...]:
+    """The `candidates` that are not hits but lie on a hit's page, once each, in their order."""
+    pages = {(hit.chunk.doc_id, hit.chunk.page) for hit in hits}
+    taken = {(hit.chunk.doc_id, hit.chunk.chunk_id) for hit in hits}
+    mates = [c for c in candidates if (c.chunk.doc_id, c.chunk.page) in pages]
+    kept = _distinct(mates, len(mates), lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id))
+    return tuple(c for c in kept if (c.chunk.doc_id, c.chunk.chunk_id) not in taken)
 
 
 class Searcher:
@@ -232,7 +245,8 @@ class Searcher:
             return Ranked(first, failure, names, place)
         if not self.page_hits:
             return Ranked(first + _distinct(found, rest, key), failure, names, place)
-        return Ranked(first + distinct_pages(found, rest), failure, names, place)
+        hits = first + distinct_pages(found, rest)
+        return Ranked(hits, failure, names, place, page_mates(hits, [*there, *found]))
 
     def _at_place(
         self,
