@@ -8,8 +8,10 @@ model (not the benchmark's cached one), and answers every dev question as `POST 
 (top_k 5) under each setting, alternated question by question so that all see the same load on
 the shared cores: the sentence re-rank without memory (as before), the default (the services'
 retriever: sentence vectors remembered, here in a new empty cache file, and the last questions'
-vectors), and terms alone. Reports, per round, p50/p90/p99 of the search and the answer and the
-ratio to the first setting; round 1 is cold, `--rounds 2` asks every question again (warm).
+vectors), the default reading its hits alone (without the other chunks of their pages that the
+search fetched, `Ranked.mates`, as before 2026-12-06), and terms alone. Reports, per round,
+p50/p90/p99 of the search and the answer and the ratio to the first setting; round 1 is cold,
+`--rounds 2` asks every question again (warm).
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ import os
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+_HITS_ALONE = "default, the hits alone (no page mates: before)"
 
 
 def _pct(values: list[float], q: int) -> float:
@@ -52,9 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(data_dir=args.folio_index, ocr="never")  # type: ignore[arg-type]
     services = build_services(settings, embedder=embedder)  # finished or not
     try:
-        scratch = Settings(data_dir=Path(tempfile.mkdtemp(prefix="folio-cache-")))
-        default = build_retriever(scratch, embedder, services.store, services.ledger,
-                                  services.files)  # fmt: skip
+
+        def remembering() -> Retriever:  # the services' retriever, with a memory of its own
+            scratch = Settings(data_dir=Path(tempfile.mkdtemp(prefix="folio-cache-")))
+            return build_retriever(scratch, embedder, services.store, services.ledger,
+                                   services.files)  # fmt: skip
+
+        default = remembering()
 
         def variant(**changes: Any) -> Retriever:
             kept: dict[str, Any] = {"names": default.names, "layout": default.layout}
@@ -65,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         variants = {
             f"sentence re-rank ({default.dense_sentences}), no memory (before)": variant(),
             "default: the same, remembered": default,
+            _HITS_ALONE: remembering(),
             "terms alone (dense sentences 0), no memory": variant(dense_sentences=0),
         }
         questions = [c.question for c in corpus.cases]
@@ -83,11 +94,11 @@ def main(argv: list[str] | None = None) -> int:
                     t0 = time.perf_counter()
                     ranked = retriever.ranked(question, req.top_k, search_filter(req))
                     t1 = time.perf_counter()
+                    options = retriever.answer_options(req, ranked)
+                    if name == _HITS_ALONE:
+                        options = replace(options, page_mates=())
                     answer = extractive_answer(
-                        question,
-                        ranked.hits,
-                        embedder=retriever.embedder,
-                        options=retriever.answer_options(req, ranked),
+                        question, ranked.hits, embedder=retriever.embedder, options=options
                     )
                     t2 = time.perf_counter()
                     answers[round_, name].append(
