@@ -139,7 +139,9 @@ def _with_table_rest(
                 seen.add((piece.doc_id, piece.chunk_id))
                 pool.append(ScoredChunk(chunk=piece, score=hit.score))
                 ranks.append(rank)
-    page_rank = {(h.chunk.doc_id, h.chunk.page): r for r, h in reversed(list(enumerate(hits)))}
+    page_rank: dict[tuple[str, int], int] = {}
+    for rank, hit in enumerate(hits):
+        page_rank.setdefault((hit.chunk.doc_id, hit.chunk.page), rank)
     for mate in mates:
         key = (mate.chunk.doc_id, mate.chunk.chunk_id)
         its_page = page_rank.get((mate.chunk.doc_id, mate.chunk.page))

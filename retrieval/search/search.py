@@ -149,10 +149,14 @@ def distinct_pages(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
 def page_mates(hits: list[ScoredChunk], candidates: list[ScoredChunk]) -> tuple[ScoredChunk, ...]:
     """The `candidates` that are not hits but lie on a hit's page, once each, in their order."""
     pages = {(hit.chunk.doc_id, hit.chunk.page) for hit in hits}
-    taken = {(hit.chunk.doc_id, hit.chunk.chunk_id) for hit in hits}
-    mates = [c for c in candidates if (c.chunk.doc_id, c.chunk.page) in pages]
-    kept = _distinct(mates, len(mates), lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id))
-    return tuple(c for c in kept if (c.chunk.doc_id, c.chunk.chunk_id) not in taken)
+    seen = {(hit.chunk.doc_id, hit.chunk.chunk_id) for hit in hits}
+    mates = []
+    for c in candidates:
+        key = (c.chunk.doc_id, c.chunk.chunk_id)
+        if (c.chunk.doc_id, c.chunk.page) in pages and key not in seen:
+            seen.add(key)
+            mates.append(c)
+    return tuple(mates)
 
 
 class Searcher:
