@@ -1,11 +1,13 @@
-"""Whether a question gets the same hits from one process to the next: every MMDocIR box question
-(MMLongBench-Doc dev) searched in two fresh processes over the same finished index, their top-5
-hits (document, chunk, score) compared.
+"""Whether a question gets the same hits and the same answer from one process to the next: every
+MMDocIR box question (MMLongBench-Doc dev) asked in two fresh processes over the same finished
+index, their top-5 hits (document, chunk, score) and their answers (text, first citation's page
+and box) compared.
 
     python -m eval.hit_stability --folio-index .bench/retrieval/mmlongbench-301bd70de94e
 
-Each process has its own hash seed; the search engine's order of equal scores may differ between
-processes too. Prints how many questions' hit lists differ, and the first few.
+Each process has its own hash seed (a sum over a set of terms adds in another order, and may
+round otherwise); the search engine's order of equal scores may differ between processes too.
+Prints how many questions' hit lists and answers differ, and the first few.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def _hits(folio_index: Path, data: Path, work: Path, out: Path) -> None:
     from eval.evidence_boxes import load_box_cases
     from eval.retrieval_data import load_corpus
     from eval.retrieval_index import open_folio
+    from retrieval.schema import QueryRequest
 
     corpus = load_corpus("mmlongbench", data)
     cases = load_box_cases(data, corpus.pdfs)
@@ -33,7 +36,12 @@ def _hits(folio_index: Path, data: Path, work: Path, out: Path) -> None:
     found = {}
     for case in cases:
         hits = retriever.ranked(case.question, 5).hits
-        found[case.question] = [(h.chunk.doc_id, h.chunk.chunk_id, round(h.score, 6)) for h in hits]
+        response = retriever.query(QueryRequest(question=case.question, top_k=5))
+        first = response.citations[0] if response.citations else None
+        found[case.question] = {
+            "hits": [(h.chunk.doc_id, h.chunk.chunk_id, round(h.score, 6)) for h in hits],
+            "answer": [response.answer, first and (first.page, first.bbox)],
+        }
     out.write_text(json.dumps(found))
     folio.services.close()
 
@@ -62,10 +70,11 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run(command, check=True, env={**os.environ, "PYTHONHASHSEED": seed})
             runs.append(json.loads(out.read_text()))
     first, second = runs
-    differ = [q for q in first if first[q] != second.get(q)]
-    print(f"{len(differ)} of {len(first)} questions' top-5 hits differ between two processes")
-    for question in differ[:3]:
-        print(f"- {question[:100]}\n  {first[question]}\n  {second[question]}")
+    for part, what in (("hits", "top-5 hits"), ("answer", "answers")):
+        differ = [q for q in first if first[q][part] != second[q][part]]
+        print(f"{len(differ)} of {len(first)} questions' {what} differ between two processes")
+        for question in differ[:3]:
+            print(f"- {question[:100]}\n  {first[question][part]}\n  {second[question][part]}")
     return 0
 
 

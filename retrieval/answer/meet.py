@@ -112,7 +112,7 @@ def _meet(
     n = len(sentences)
 
     def weight(terms: Iterable[str]) -> float:
-        return sum(math.log(1.0 + n / df[t]) for t in terms if df[t])
+        return math.fsum(math.log(1.0 + n / df[t]) for t in terms if df[t])
 
     def label_weight(cell: TableCellText) -> float:
         words = stems(cell.label, keep_stopwords=True)  # "Other, net" is no one-word label

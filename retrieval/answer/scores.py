@@ -51,11 +51,11 @@ def _rank(
     def weight(term: str) -> float:
         return math.log(1.0 + (n - df[term] + 0.5) / (df[term] + 0.5))
 
-    total = sum(weight(t) for t in wanted)
+    total = math.fsum(weight(t) for t in wanted)
     top = max(hit.score for hit in hits)
     scores = []
     for s in sentences:
-        lexical = sum(weight(t) for t in s.terms & wanted) / total
+        lexical = math.fsum(weight(t) for t in s.terms & wanted) / total
         relative = hits[s.hit].score / top if top > 0 else 1.0
         length = 0.7 if len(s.terms) < 3 else min(1.0, 60 / len(s.terms))
         scores.append(lexical * (0.5 + 0.5 * relative) * length)

@@ -211,7 +211,7 @@ class NamedDocuments:
             hit = {w: names[w] for w in words if w in names}
             hit |= {w: span for w in words for a, span in acronyms.items() if w.startswith(a)}
             if hit:
-                idf = sum(math.log(1 + n / index.df[w]) for w in hit)
+                idf = math.fsum(math.log(1 + n / index.df[w]) for w in hit)
                 scores[doc_id] = idf + 0.5 * len(doc_years & years)
                 spans[doc_id] = list(hit.values())
         if not scores:

@@ -142,7 +142,7 @@ def supporting_lines(chunk: Chunk, claim: str, *, near: float = 0.6) -> list[Chu
         idf = math.log(1.0 + (n - df[term] + 0.5) / (df[term] + 0.5))
         return idf * (1.5 if term[0].isdigit() else 1.0)
 
-    scores = [sum(weight(t) for t in ts & wanted) for ts in line_terms]
+    scores = [math.fsum(weight(t) for t in ts & wanted) for ts in line_terms]
     best = max(range(n), key=lambda i: scores[i])
     if scores[best] <= 0:
         return []
