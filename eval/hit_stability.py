@@ -35,11 +35,10 @@ def _hits(folio_index: Path, data: Path, work: Path, out: Path) -> None:
     retriever = folio.services.retriever
     found = {}
     for case in cases:
-        hits = retriever.ranked(case.question, 5).hits
         response = retriever.query(QueryRequest(question=case.question, top_k=5))
         first = response.citations[0] if response.citations else None
         found[case.question] = {
-            "hits": [(h.chunk.doc_id, h.chunk.chunk_id, round(h.score, 6)) for h in hits],
+            "hits": [(h.doc_id, h.chunk_id, round(h.score, 6)) for h in response.hits],
             "answer": [response.answer, first and (first.page, first.bbox)],
         }
     out.write_text(json.dumps(found))

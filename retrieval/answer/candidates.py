@@ -130,18 +130,17 @@ def _with_table_rest(
     seen = {(h.chunk.doc_id, h.chunk.chunk_id) for h in hits}
     pool: list[ScoredChunk] = []
     ranks: list[int] = []
+    page_rank: dict[tuple[str, int], int] = {}
     for rank, hit in enumerate(hits):
         pool.append(hit)
         ranks.append(rank)
+        page_rank.setdefault((hit.chunk.doc_id, hit.chunk.page), rank)
         rest = table_rest(hit.chunk) if table_rest and hit.chunk.kind == TABLE_ROWS_KIND else ()
         for piece in rest:
             if (piece.doc_id, piece.chunk_id) not in seen:
                 seen.add((piece.doc_id, piece.chunk_id))
                 pool.append(ScoredChunk(chunk=piece, score=hit.score))
                 ranks.append(rank)
-    page_rank: dict[tuple[str, int], int] = {}
-    for rank, hit in enumerate(hits):
-        page_rank.setdefault((hit.chunk.doc_id, hit.chunk.page), rank)
     for mate in mates:
         key = (mate.chunk.doc_id, mate.chunk.chunk_id)
         its_page = page_rank.get((mate.chunk.doc_id, mate.chunk.page))

@@ -122,6 +122,10 @@ def to_hit(scored: ScoredChunk) -> Hit:
     )
 
 
+def _chunk_key(hit: ScoredChunk) -> tuple[str, str]:
+    return hit.chunk.doc_id, hit.chunk.chunk_id
+
+
 def _distinct(
     scored: list[ScoredChunk], limit: int, key: Callable[[ScoredChunk], Hashable]
 ) -> list[ScoredChunk]:
@@ -143,20 +147,19 @@ def distinct_pages(scored: list[ScoredChunk], limit: int) -> list[ScoredChunk]:
     best = _distinct(scored, limit, lambda hit: (hit.chunk.doc_id, hit.chunk.page))
     if len(best) == limit:
         return best
-    return _distinct([*best, *scored], limit, lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id))
+    return _distinct([*best, *scored], limit, _chunk_key)
 
 
 def page_mates(hits: list[ScoredChunk], candidates: list[ScoredChunk]) -> tuple[ScoredChunk, ...]:
     """The `candidates` that are not hits but lie on a hit's page, once each, in their order."""
     pages = {(hit.chunk.doc_id, hit.chunk.page) for hit in hits}
-    seen = {(hit.chunk.doc_id, hit.chunk.chunk_id) for hit in hits}
-    mates = []
-    for c in candidates:
-        key = (c.chunk.doc_id, c.chunk.chunk_id)
-        if (c.chunk.doc_id, c.chunk.page) in pages and key not in seen:
-            seen.add(key)
-            mates.append(c)
-    return tuple(mates)
+    taken = {_chunk_key(hit) for hit in hits}
+    on_pages = [
+        c
+        for c in candidates
+        if (c.chunk.doc_id, c.chunk.page) in pages and _chunk_key(c) not in taken
+    ]
+    return tuple(_distinct(on_pages, len(on_pages), _chunk_key))
 
 
 class Searcher:
@@ -239,16 +242,15 @@ class Searcher:
             except RerankError as exc:
                 logger.warning("re-ranking failed, fused order kept: %s: %s", exc.code, exc)
                 failure = RerankFailure(code=exc.code, message=exc.message)
-        key = lambda hit: (hit.chunk.doc_id, hit.chunk.chunk_id)  # noqa: E731
         # the place's first chunks, not only its best one: the question asks about that page
-        first = _distinct(there, min(top_k, _PLACE_HITS), key)
-        taken = {key(hit) for hit in first}
-        found = [hit for hit in found if key(hit) not in taken]
+        first = _distinct(there, min(top_k, _PLACE_HITS), _chunk_key)
+        taken = {_chunk_key(hit) for hit in first}
+        found = [hit for hit in found if _chunk_key(hit) not in taken]
         rest = top_k - len(first)
         if rest <= 0:
             return Ranked(first, failure, names, place)
         if not self.page_hits:
-            return Ranked(first + _distinct(found, rest, key), failure, names, place)
+            return Ranked(first + _distinct(found, rest, _chunk_key), failure, names, place)
         hits = first + distinct_pages(found, rest)
         return Ranked(hits, failure, names, place, page_mates(hits, [*there, *found]))
 
