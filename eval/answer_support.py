@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.retrieval_metrics import share
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -132,10 +134,6 @@ def _ask(services: Any, q: Question, doc_ids: list[str] | None, cells: bool) -> 
     return Asked(answer.support or 0.0, on_gold, quote)
 
 
-def _share(hits: int, n: int) -> str:
-    return f"{hits / n:.3f} ({hits}/{n})" if n else "—"
-
-
 def run(services: Any, questions: list[Question], cells: bool) -> None:
     ids = {Path(source).stem: doc_id for doc_id, source in services.ledger.sources().items()}
     stems = sorted(ids)
@@ -167,17 +165,17 @@ def run(services: Any, questions: list[Question], cells: bool) -> None:
     print("|---:|---:|---:|---:|---:|")
     for t in THRESHOLDS:
         print(
-            f"| {t:.2f} | {_share(sum(a.support < t for a in free), len(free))} "
-            f"| {_share(sum(a.support < t for a in answerable), len(answerable))} "
-            f"| {_share(sum(a.support < t for a in own), len(own))} "
-            f"| {_share(sum(a.support >= t for a in wrong), len(wrong))} |"
+            f"| {t:.2f} | {share(sum(a.support < t for a in free), len(free))} "
+            f"| {share(sum(a.support < t for a in answerable), len(answerable))} "
+            f"| {share(sum(a.support < t for a in own), len(own))} "
+            f"| {share(sum(a.support >= t for a in wrong), len(wrong))} |"
         )
     stated = [(q, a) for q, a in zip(questions, free, strict=True) if stated_numbers(q)]
     inside = sum(bool(stated_numbers(q) & numbers(a.first_quote)) for q, a in stated)
     print(
         f"\nanswer in the first citation ({'with' if cells else 'without'} the table cell "
-        f"choice): {_share(inside, len(stated))} of the questions whose evidence states the "
-        f"gold number; {_share(inside, len(questions))} of all questions"
+        f"choice): {share(inside, len(stated))} of the questions whose evidence states the "
+        f"gold number; {share(inside, len(questions))} of all questions"
     )
     t = services.retriever.min_support
     kept = sum(
@@ -185,7 +183,7 @@ def run(services: Any, questions: list[Question], cells: bool) -> None:
     )
     print(
         f"the same with answers below the default threshold {t} withheld (a miss): "
-        f"{_share(kept, len(stated))}; {_share(kept, len(questions))} of all questions"
+        f"{share(kept, len(stated))}; {share(kept, len(questions))} of all questions"
     )
 
 

@@ -17,6 +17,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from eval.retrieval_metrics import share
 from ocr_engine.geometry import Box, area, centre_inside, intersection
 
 __all__ = [
@@ -215,10 +216,6 @@ def score_boxes(
     )
 
 
-def _share(k: int, n: int) -> str:
-    return f"{k / n:.3f} ({k}/{n})" if n else "—"
-
-
 def _value(v: float | None) -> str:
     return "—" if v is None else f"{v:.3f}"
 
@@ -233,10 +230,10 @@ def box_report(rows: Sequence[tuple[str, BoxScores]]) -> str:
     ]
     for label, s in rows:
         out.append(
-            f"| {label} | {s.n} | {_share(s.first, s.n)} | {_share(s.any3, s.n)} "
-            f"| {_value(s.chance_all)} | {_share(s.on_gold, s.n)} "
-            f"| {_share(s.first_given_gold, s.on_gold)} | {_share(s.any3_given_gold, s.on_gold)} "
-            f"| {_value(s.chance_given_gold)} | {_share(s.gold_in_hits5, s.n)} |"
+            f"| {label} | {s.n} | {share(s.first, s.n)} | {share(s.any3, s.n)} "
+            f"| {_value(s.chance_all)} | {share(s.on_gold, s.n)} "
+            f"| {share(s.first_given_gold, s.on_gold)} | {share(s.any3_given_gold, s.on_gold)} "
+            f"| {_value(s.chance_given_gold)} | {share(s.gold_in_hits5, s.n)} |"
         )
     return "\n".join(out)
 

@@ -30,18 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.financebench_citations import financebench_citations
 from eval.retrieval_data import DATASETS, Case, Corpus, load_corpus, opaque_corpus
-from eval.retrieval_metrics import (
-    Ranked,
-    Scores,
-    answer_in,
-    boxed_text,
-    evidence_overlap,
-    image_only_docs,
-    score,
-    stated_amounts,
-)
-from retrieval.links import highlight_of
+from eval.retrieval_metrics import Ranked, Scores, image_only_docs, score
 from retrieval.schema import DENSE_POOL
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,96 +63,6 @@ def _llamaindex_ranked(retriever: Any, cases: Sequence[Case]) -> list[Ranked]:
     return ranked
 
 
-def _doc_ids(store: Any) -> dict[str, str]:
-    """PDF stem -> doc_id of every indexed document."""
-    found = {}
-    for doc_id in store.doc_ids():
-        chunks = store.chunks(doc_id)
-        if chunks:
-            found[Path(chunks[0].source).stem] = doc_id
-    return found
-
-
-def _boxes(citation: Any, page: int) -> list[tuple[float, float, float, float]]:
-    """The boxes a citation marks on `page`: those drawn by its highlight URL on its own page,
-    its region on the other pages it spans."""
-    drawn = highlight_of(citation.highlight_url)
-    if page == citation.page and drawn:
-        return drawn
-    return [r.bbox for r in citation.regions if r.page == page]
-
-
-def _cited_ok(citation: Any, case: Case, pdf: Path) -> bool | None:
-    """Whether the citation's boxes on a gold page hold gold evidence; None when on none."""
-    for region in citation.regions:
-        if region.page not in case.pages:
-            continue
-        text = boxed_text(pdf, region.page, _boxes(citation, region.page))
-        return any(evidence_overlap(text, ev) for p, ev in case.evidence if p == region.page)
-    return None
-
-
-@dataclass
-class CitationFigures:
-    """FinanceBench: the old word-overlap check and answer in citation, from `/query`'s path."""
-
-    overlap_free: tuple[int, int]
-    """(correct, cited on a gold page) after a free search."""
-    overlap_held: tuple[int, int]
-    """(correct, asked) with the search held to the gold page (localisation alone)."""
-    answer_in: tuple[int, int]
-    """(first citation's quote states the gold number, questions whose evidence states it)."""
-    asked: int
-
-
-def citation_accuracy(retriever: Any, corpus: Corpus, cases: Sequence[Case]) -> CitationFigures:
-    """The citation figures of `retriever` (the services' one: what `POST /query` runs)."""
-    from retrieval.schema import QueryRequest
-
-    pdfs = {p.stem: p for p in corpus.pdfs}
-    ids = _doc_ids(retriever.store)
-    free = [0, 0]
-    held = [0, 0]
-    inside = [0, 0]
-    for case in cases:
-        if not case.evidence:
-            continue
-        stem = next(iter(case.docs))
-        response = retriever.query(QueryRequest(question=case.question, top_k=5))
-        stated = stated_amounts(case.answer, "\n".join(text for _, text in case.evidence))
-        if stated:
-            first = response.citations[0].quote if response.citations else None
-            found = first is not None and answer_in(stated, first)
-            inside[1] += 1
-            inside[0] += found
-            log.info(
-                "answer %s the first citation: %s | %r",
-                "in" if found else "not in",
-                case.question[:90],
-                first,
-            )
-        for citation in response.citations:
-            if Path(citation.source).stem not in case.docs:
-                continue
-            ok = _cited_ok(citation, case, pdfs[stem])
-            if ok is not None:
-                free[0] += ok
-                free[1] += 1
-                break
-        if stem not in ids:
-            continue
-        page = case.evidence[0][0]
-        request = QueryRequest(
-            question=case.question, top_k=5, doc_ids=[ids[stem]], page_from=page, page_to=page
-        )
-        response = retriever.query(request)
-        held[1] += 1
-        if response.citations:
-            held[0] += bool(_cited_ok(response.citations[0], case, pdfs[stem]))
-    asked = sum(1 for c in cases if c.evidence)
-    return CitationFigures((free[0], free[1]), (held[0], held[1]), (inside[0], inside[1]), asked)
-
-
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
@@ -169,10 +70,6 @@ def _fmt(value: float | None) -> str:
 def _row(name: str, s: Scores) -> str:
     recalls = " | ".join(_fmt(s.page_recall[k]) for k in (1, 5, 10))
     return f"| {name} | {recalls} | {_fmt(s.mrr10)} | {s.doc_recall5:.3f} |"
-
-
-def _share(k: int, n: int) -> str:
-    return f"{k / n:.3f} ({k}/{n})" if n else "—"
 
 
 def _groups(corpus: Corpus, image_only: set[str]) -> dict[str, Callable[[Case], bool]]:
@@ -265,7 +162,7 @@ def _run(
     ]
     try:
         if base == "financebench" and not args.no_citations:
-            reports.append(_financebench_citations(services.retriever, corpus, variant.label))
+            reports.append(financebench_citations(services.retriever, corpus, variant.label))
         if base == "mmlongbench" and not args.no_citations:
             reports.append(_mmlongbench_boxes(services, variant, args.data))
     finally:
@@ -276,20 +173,6 @@ def _run(
     if index.failed:
         reports.append(f"folio failed files ({variant.label}): {index.failed}")
     return rows, reports, index
-
-
-def _financebench_citations(retriever: Any, corpus: Corpus, label: str) -> str:
-    f = citation_accuracy(retriever, corpus, corpus.cases)
-    return (
-        f"FinanceBench citations ({label}; the answer `POST /query` gives, top_k 5):\n"
-        f"- answer in the first citation: {_share(*f.answer_in)} of the questions whose gold "
-        f"evidence states the gold answer's number; {_share(f.answer_in[0], f.asked)} of all "
-        "questions\n"
-        f"- old word-overlap check (at least half of the boxed terms in the gold evidence text; "
-        f"a random line of the gold page passes it about half the time): first citation on a "
-        f"gold page after a free search {_share(*f.overlap_free)}; held to the gold page "
-        f"{_share(*f.overlap_held)}"
-    )
 
 
 def _mmlongbench_boxes(services: Any, variant: Variant, data: Path) -> str:

@@ -29,6 +29,11 @@ Ranked = list[tuple[str, int]]
 """The hits of one question, best first, as (PDF stem, 1-based page)."""
 
 
+def share(k: int, n: int) -> str:
+    """`k` of `n` as a share with its counts: "0.250 (1/4)", or "—" for none."""
+    return f"{k / n:.3f} ({k}/{n})" if n else "—"
+
+
 @dataclass
 class Scores:
     n: int
