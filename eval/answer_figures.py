@@ -14,6 +14,7 @@ __all__ = [
     "financebench_figures",
     "mmlongbench_figures",
     "right",
+    "right_in_first",
     "said_right",
     "user_figures",
 ]
@@ -74,6 +75,14 @@ def right(asked: Asked) -> bool:
     return numbers_in(gold_numbers(asked.gold), asked.answer)
 
 
+def right_in_first(asked: Asked) -> bool:
+    """`right` judged on the first citation's quote alone, not the whole answer: whether the
+    sentence the answer leads with, and boxes first, is itself the answer."""
+    if asked.answer_format == "None" or asked.not_found:
+        return right(asked)
+    return right(replace(asked, answer=(asked.first or {}).get("quote") or ""))
+
+
 def said_right(asked: Asked) -> Callable[[str], bool] | None:
     """The judge of a text as the answer to `asked` (None where no text is right: a question
     no document answers)."""
@@ -96,6 +105,7 @@ def mmlongbench_figures(
         "mm.n": (len(asked), len(asked)),
         "mm.page5": _share([a.page_in_hits for a in answerable if a.pages]),
         "mm.right": _share([right(a) for a in answerable]),
+        "mm.right.first": _share([right_in_first(a) for a in answerable]),
         "mm.right.chance": _mean([a.chance for a in answerable]),
     }
     for fmt in ("Str", "Int", "Float", "List"):
@@ -119,6 +129,7 @@ def mmlongbench_figures(
 def user_figures(asked: Sequence[Asked]) -> dict[str, Figure]:
     return {
         "user.right": _share([right(a) for a in asked]),
+        "user.right.first": _share([right_in_first(a) for a in asked]),
         "user.right.chance": _mean([a.chance for a in asked]),
         "user.page5": _share([a.page_in_hits for a in asked if a.pages]),
         "user.na.not_found": _share([a.not_found for a in asked if a.answer_format == "None"]),

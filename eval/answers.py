@@ -95,6 +95,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     (_MM, "mm.n", "questions"),
     (_MM, "mm.page5", "page in the top 5 hits (answerable)"),
     (_MM, "mm.right", "answer right (answerable)"),
+    (_MM, "mm.right.first", "… right in the 1st citation's quote alone"),
     (_MM, "mm.right.chance", "chance: a random sentence of the gold document (answerable)"),
     (_MM, "mm.right.Str", "… Str"),
     (_MM, "mm.right.Int", "… Int"),
@@ -106,6 +107,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("MMDocIR", "mmdocir.first.chance", "chance: a random line of the gold document"),
     ("MMDocIR", "mmdocir.given_page", "1st citation in a gold box (given it is on a gold page)"),
     (_USER, "user.right", "answer right (None rows: not_found)"),
+    (_USER, "user.right.first", "… right in the 1st citation's quote alone"),
     (_USER, "user.right.chance", "chance: a random sentence of the gold document"),
     (_USER, "user.page5", "page in the top 5 hits"),
     (_USER, "user.na.not_found", "not answerable: answered not_found"),
@@ -146,8 +148,10 @@ _BASELINE = {
     "fb.all.quote": "fb.all.chance",
     "mmdocir.given_page": "mmdocir.first",
     "mm.right": "mm.right.chance",
+    "mm.right.first": "mm.right.chance",
     "mmdocir.first": "mmdocir.first.chance",
     "user.right": "user.right.chance",
+    "user.right.first": "user.right.chance",
 }
 _PAGE_ROWS = frozenset({"fb.page5", "mm.page5", "user.page5"})
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from eval.answer_figures import financebench_figures, right, said_right
+from eval.answer_figures import financebench_figures, right, right_in_first, said_right
 from eval.answer_match import (
     Quantity,
     anls,
@@ -157,6 +157,25 @@ def test_right_judges_not_answerable_by_not_found() -> None:
     assert not right(asked("None", "extractive", "Not answerable"))
     assert right(asked("Int", "extractive", "7 days"))
     assert not right(asked("Int", "not_found", None))
+
+
+def test_right_in_first_judges_the_first_citations_quote_alone() -> None:
+    """An answer whose right figure is its second sentence is right, but not in its first
+    citation; a question no document answers is judged by not_found either way."""
+
+    def asked(fmt: str, gold: str, mode: str, answer: str | None, quote: str) -> Asked:
+        return Asked("mmlongbench", "tune", "q", "d", gold, fmt, mode=mode, answer=answer,
+                     first={"quote": quote} if answer else None)  # fmt: skip
+
+    second = asked("Int", "7", "extractive", "Sales rose. [1] It has 7 stores. [2]", "Sales rose.")
+    assert right(second) and not right_in_first(second)
+    first = asked(
+        "Int", "7", "extractive", "It has 7 stores. [1] Sales rose. [2]", "It has 7 stores."
+    )
+    assert right(first) and right_in_first(first)
+    assert right_in_first(asked("None", "Not answerable", "not_found", None, ""))
+    assert not right_in_first(asked("None", "Not answerable", "extractive", "x [1]", "x"))
+    assert not right_in_first(asked("Int", "7", "not_found", None, ""))
 
 
 def test_financebench_figures_count_answer_quote_and_chance() -> None:
