@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.answer_sets import doc_ids_by_stem
 from eval.retrieval_metrics import share
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -135,7 +136,7 @@ def _ask(services: Any, q: Question, doc_ids: list[str] | None, cells: bool) -> 
 
 
 def run(services: Any, questions: list[Question], cells: bool) -> None:
-    ids = {Path(source).stem: doc_id for doc_id, source in services.ledger.sources().items()}
+    ids = doc_ids_by_stem(services)
     stems = sorted(ids)
     asked = [q for q in questions if q.doc in ids]
     if len(asked) < len(questions):

@@ -256,7 +256,9 @@ def cite(retriever: Any, cases: Sequence[BoxCase]) -> list[Cited]:
 
 def line_boxes(services: Any) -> Callable[[str, int], list[Box]]:
     """`page_lines` of the indexed documents, by PDF stem and 1-based page."""
-    ids = {Path(source).stem: doc_id for doc_id, source in services.ledger.sources().items()}
+    from eval.answer_sets import doc_ids_by_stem
+
+    ids = doc_ids_by_stem(services)
     documents: dict[str, Any] = {}
 
     def lines(stem: str, page: int) -> list[Box]:

@@ -9,21 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.answer_sets import doc_ids_by_stem
 from eval.retrieval_data import Case, Corpus
 from eval.retrieval_metrics import answer_in, boxed_text, evidence_overlap, share, stated_amounts
 from retrieval.links import highlight_of
 
 log = logging.getLogger(__name__)
-
-
-def _doc_ids(store: Any) -> dict[str, str]:
-    """PDF stem -> doc_id of every indexed document."""
-    found = {}
-    for doc_id in store.doc_ids():
-        chunks = store.chunks(doc_id)
-        if chunks:
-            found[Path(chunks[0].source).stem] = doc_id
-    return found
 
 
 def _boxes(citation: Any, page: int) -> list[tuple[float, float, float, float]]:
@@ -58,12 +49,13 @@ class CitationFigures:
     asked: int
 
 
-def citation_accuracy(retriever: Any, corpus: Corpus, cases: Sequence[Case]) -> CitationFigures:
-    """The citation figures of `retriever` (the services' one: what `POST /query` runs)."""
+def citation_accuracy(services: Any, corpus: Corpus, cases: Sequence[Case]) -> CitationFigures:
+    """The citation figures of the services' retriever (what `POST /query` runs)."""
     from retrieval.schema import QueryRequest
 
+    retriever = services.retriever
     pdfs = {p.stem: p for p in corpus.pdfs}
-    ids = _doc_ids(retriever.store)
+    ids = doc_ids_by_stem(services)
     free = [0, 0]
     held = [0, 0]
     inside = [0, 0]
@@ -106,9 +98,9 @@ def citation_accuracy(retriever: Any, corpus: Corpus, cases: Sequence[Case]) -> 
     return CitationFigures((free[0], free[1]), (held[0], held[1]), (inside[0], inside[1]), asked)
 
 
-def financebench_citations(retriever: Any, corpus: Corpus, label: str) -> str:
+def financebench_citations(services: Any, corpus: Corpus, label: str) -> str:
     """The report lines of the FinanceBench citation figures (`citation_accuracy`)."""
-    f = citation_accuracy(retriever, corpus, corpus.cases)
+    f = citation_accuracy(services, corpus, corpus.cases)
     return (
         f"FinanceBench citations ({label}; the answer `POST /query` gives, top_k 5):\n"
         f"- answer in the first citation: {share(*f.answer_in)} of the questions whose gold "

@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.is_dir():
         print(f"no shared data at {args.data}: nothing to calibrate")
         return 0
+    from eval.answer_sets import doc_ids_by_stem
     from eval.retrieval_index import open_folio
     from retrieval.answer import extractive_answer
     from retrieval.schema import QueryRequest
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     index = open_folio(args.index.name, [], args.index.parent, existing=args.index)
     services = index.services
     try:
-        ids = {Path(src).stem: doc_id for doc_id, src in services.ledger.sources().items()}
+        ids = doc_ids_by_stem(services)
         retriever = services.retriever
         rng = random.Random(7)
         answerable: list[float] = []

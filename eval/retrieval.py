@@ -38,7 +38,6 @@ from retrieval.schema import DENSE_POOL
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-log = logging.getLogger(__name__)
 TOP_K = 10
 
 
@@ -162,7 +161,7 @@ def _run(
     ]
     try:
         if base == "financebench" and not args.no_citations:
-            reports.append(financebench_citations(services.retriever, corpus, variant.label))
+            reports.append(financebench_citations(services, corpus, variant.label))
         if base == "mmlongbench" and not args.no_citations:
             reports.append(_mmlongbench_boxes(services, variant, args.data))
     finally:
