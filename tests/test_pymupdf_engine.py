@@ -218,6 +218,32 @@ def test_a_row_of_notes_between_the_headings_and_a_ruled_table_does_not_part_the
     assert not any("2021" in t or "millions" in t for t in _texts(result, BlockType.text))
 
 
+def test_a_label_alone_between_the_headings_and_a_ruled_table_does_not_part_them() -> None:
+    """A filing names the rows' group on a line of its own right over the grid, under the unit
+    and the dates ("Revenue:"); the dates still head the table (they were loose lines, and the
+    cells had no dates), and the label stays a row of the body, not a heading."""
+    above = [((340, 62), "December 31,"), ((440, 62), "December 31,")]
+    above += [((340, 73), "2022"), ((440, 73), "2021")]
+    above += [((380, 84), "(In millions)"), ((72, 95), "Revenues:")]
+    result = _ruled_figures(above)
+    table = _only_table(result)
+    cells = {(c.row, c.col): c for c in table.cells}
+    assert [cells[(r, 1)].text for r in range(3)] == ["December 31,", "2022", "(In millions)"]
+    assert all(cells[(r, 1)].header for r in range(3))
+    assert cells[(3, 0)].text == "Revenues:" and not cells[(3, 0)].header
+    assert cells[(4, 0)].text == "Asia" and not cells[(4, 1)].header
+    assert not any("2021" in t or "Revenues" in t for t in _texts(result, BlockType.text))
+
+
+def test_a_label_alone_over_a_grid_with_no_headings_above_stays_out_of_the_table() -> None:
+    """A label over the grid with nothing heading the columns above it: the table keeps its
+    first row, and the label stays a line of text."""
+    result = _ruled_figures([((72, 104), "Revenues:")])
+    table = _only_table(result)
+    assert table.lines[0].text == "| Asia | $8,393 | $5,845 |"
+    assert any("Revenues" in t for t in _texts(result, BlockType.text))
+
+
 def test_a_row_of_notes_with_no_headings_above_stays_out_of_the_table() -> None:
     """A unit note alone over a grid heads no column: the table keeps its first row."""
     result = _ruled_figures([((72, 106), "Revenues:"), ((380, 106), "(In millions)")])

@@ -55,8 +55,10 @@ ENGINE_NAME = "pymupdf"
 # notes in brackets ("(In millions)") between the headings and the figures does not part them;
 # 10: a table ruled across its rows alone (`rule_tables`) is a table (9 was an experiment's,
 # reverted: its pages may still lie in page caches); 11: its cells' boxes hold their words;
-# 12: a bullet glyph joined to its item's line leaves the line its text's size and font.
-TEXT_LAYER_VERSION = "12"
+# 12: a bullet glyph joined to its item's line leaves the line its text's size and font;
+# 13: a label alone over the labels ("Revenue:") between the headings and the figures does not
+# part them either.
+TEXT_LAYER_VERSION = "13"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from ocr_engine.geometry import Box, union
 from ocr_engine.layout.tables import FoundTable, assemble
@@ -18,6 +19,8 @@ from ocr_engine.layout.unruled_tables import (
 from ocr_engine.schema import TableCell
 
 __all__ = ["MAX_LIFTED_ROWS", "with_headings_above"]
+
+Lift = Literal["heading", "notes", "label"]  # what a row lifted into the table is
 
 MAX_LIFTED_ROWS = 3
 
@@ -57,31 +60,48 @@ def _rows_above(table: FoundTable, words: Sequence[Word]) -> list[VisualRow]:
     return list(reversed(visual_rows(above))) if above else []
 
 
-def _lifted(table: FoundTable, words: Sequence[Word]) -> list[tuple[VisualRow, bool]]:
+def _lifted(table: FoundTable, words: Sequence[Word]) -> list[tuple[VisualRow, Lift]]:
     """The heading rows right above the table, top to bottom (none: it keeps its first row); a
-    row of notes under them comes with them (marked True)."""
+    row of notes under them comes with them, and so does a label alone over the labels right
+    above the first row ("Revenue:", the name of the rows' group)."""
     columns = _figure_columns(table)
     if not columns or not _headless(table):
         return []
     cols = sorted(columns.values())
     starts = [c.bbox[0] for c in table.cells if c.col == 0 and c.text and c.bbox is not None]
     labels_from = max(starts, default=float("-inf"))
-    rows: list[tuple[VisualRow, bool]] = []
-    notes: list[tuple[VisualRow, bool]] = []  # a row of notes, kept if headings stand above it
+    rows: list[tuple[VisualRow, Lift]] = []
+    pending: list[tuple[VisualRow, Lift]] = []  # a label, notes: kept if headings stand above
     below: Box = table.bbox
-    for row in _rows_above(table, words)[: MAX_LIFTED_ROWS + 1]:
+    for row in _rows_above(table, words)[: MAX_LIFTED_ROWS + 2]:
         height = max(row.box[3] - row.box[1], 1.0)
-        if below[1] - row.box[3] > 1.2 * height or len(rows) == MAX_LIFTED_ROWS:
+        headings = sum(kind == "heading" for _, kind in rows)
+        if below[1] - row.box[3] > 1.2 * height or headings == MAX_LIFTED_ROWS:
             break
         below = row.box
         if heads_columns(row, cols, labels_from, least=1 if rows else min(2, len(cols))):
-            rows += [*notes, (row, False)]
-            notes = []
-        elif not rows and not notes and notes_only(row, cols, labels_from + 2.0):
-            notes.append((row, True))
+            rows += [*pending, (row, "heading")]
+            pending = []
+        elif not rows and not pending and _label_alone(row, cols, labels_from):
+            pending.append((row, "label"))
+        elif (
+            not rows
+            and "notes" not in (k for _, k in pending)
+            and notes_only(row, cols, labels_from + 2.0)
+        ):
+            pending.append((row, "notes"))
         else:
             break
     return list(reversed(rows))
+
+
+def _label_alone(row: VisualRow, cols: list[tuple[float, float]], labels_from: float) -> bool:
+    """Whether a row is one label over the table's labels, left of its figures, as a statement
+    names a group of rows under its headings ("Revenue:", "Current assets:")."""
+    if len(row.segments) != 1:
+        return False
+    box, text = row.segments[0].box, row.segments[0].text
+    return box[2] < cols[0][0] - 2.0 and box[0] <= labels_from + 2.0 and text[:1].isupper()
 
 
 def _column_of(box: Box, columns: dict[int, tuple[float, float]]) -> tuple[int, int]:
@@ -106,11 +126,11 @@ def with_headings_above(table: FoundTable, words: Sequence[Word]) -> FoundTable:
     columns = _figure_columns(table)
     n = len(lifted)
     cells: list[TableCell] = []
-    for r, (row, notes) in enumerate(lifted):
+    for r, (row, lift) in enumerate(lifted):
         placed: dict[int, tuple[int, list[Box], list[str]]] = {}
         for seg in row.segments:
             col, span = _column_of(seg.box, columns)
-            if notes and col > 0:  # a note over the figures is about them all
+            if lift == "notes" and col > 0:  # a note over the figures is about them all
                 col, span = min(columns), max(columns) - min(columns) + 1
             _, boxes, texts = placed.setdefault(col, (span, [], []))
             boxes.append(seg.box)
@@ -123,7 +143,7 @@ def with_headings_above(table: FoundTable, words: Sequence[Word]) -> FoundTable:
                     col_span=span,
                     text=" ".join(texts),
                     bbox=union(boxes),
-                    header=True,
+                    header=lift != "label",
                 )
             )
     for cell in table.cells:
