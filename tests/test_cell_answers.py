@@ -587,3 +587,52 @@ def test_headings_that_are_names_with_digits_head_the_columns() -> None:
     assert "Codex, 3-hop: 53.42" in texts, texts
     assert "GPT-4, Tokens: 32,000" in texts
     assert not any(t.startswith("Model") for t in texts)
+
+
+def test_a_unit_row_and_a_groups_label_are_no_level_of_the_headings() -> None:
+    """Three rows of headings, then the unit and the rows' group on rows of their own (a 10-Q's
+    notes): the top row's periods still head the columns. Counted as heading levels, the two
+    pushed "Three Months Ended" and "Six Months Ended" out as a title, and a six months' figure
+    read as the quarter's ("Revenue, Taiwan, July 30, 2023: 4,635")."""
+    chunk = rows_chunk(
+        [
+            "| | Three Months Ended | | Six Months Ended | |",
+            "| | July 30, | July 31, | July 30, | July 31, |",
+            "| | 2023 | 2022 | 2023 | 2022 |",
+            "| | (In millions) | | | |",
+            "| Revenue: | | | | |",
+            "| Taiwan | 2,839 | 1,204 | 4,635 | 3,981 |",
+        ]
+    )
+    texts = [c.text for c in table_cells(chunk)]
+    assert "Revenue, Taiwan, Three Months Ended, July 30, 2023: 2,839 (In millions)" in texts
+    assert "Revenue, Taiwan, Six Months Ended, July 30, 2023: 4,635 (In millions)" in texts
+    titled = rows_chunk(
+        [
+            "| Table 7: Revenue by region | | | | |",
+            "| | Three Months Ended | | Six Months Ended | |",
+            "| | July 30, | July 31, | July 30, | July 31, |",
+            "| | 2023 | 2022 | 2023 | 2022 |",
+            "| | Q2 | Q2 | H1 | H1 |",
+            "| Taiwan | 2,839 | 1,204 | 4,635 | 3,981 |",
+        ]
+    )
+    headers = [c.header for c in table_cells(titled)]
+    assert headers[2] == "Six Months Ended, July 30, 2023, H1"  # a title row heads no column
+    assert not any("Table 7" in h for h in headers)
+    statement = rows_chunk(
+        [
+            "| | ACME HOLDINGS AND SUBSIDIARIES | |",
+            "| | CONDENSED BALANCE SHEETS | |",
+            "| | (In thousands) | |",
+            "| (Unaudited) | | |",
+            "| | March 31, | December 31, |",
+            "| | 2031 | 2030 |",
+            "| Assets | | |",
+            "| Current assets | | |",
+            "| Cash | $ 3,800 | $ 5,900 |",
+        ]
+    )
+    cash = table_cells(statement)[0]
+    assert cash.header == "March 31, 2031"  # the statement's title lines head no column
+    assert cash.text == "Cash, March 31, 2031: $ 3,800 (In thousands)"

@@ -4,7 +4,9 @@ each cell in the document JSON.
 
 A chunk line that is a markdown row (`| a | b |`) is a table row; rows before a separator row
 (`| --- |`) are its header (without one, the leading rows whose numbers are all dates or
-periods, at most four: a table whose first row is already figures has no header). A body row's
+periods: a table whose first row is already figures has no header; of more than four, those
+above the four that end with the lowest row of headings are its title, a row stating only the
+unit or a label alone under the headings being no row of headings). A body row's
 first non-numeric cell is its label, without footnote marks (with the label of a figureless row
 before it, when it starts in lower case: a label wrapped onto the next line; after the label of a
 figureless row that ends in a colon, "Net sales:", the rows below it down to the one that totals
@@ -213,7 +215,7 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
         return []
     n_cols = max(len(cells) for _, cells in rows)
     n_header, separated = _header_count(rows)
-    first = max(0, n_header - _MAX_HEADER_ROWS)  # the rows above the headings are its title
+    first = _title_rows(rows[:n_header])  # the rows above the headings are its title
     other += [" ".join(filter(None, cells)) for _, cells in rows[:first]]
     header_rows = [cells for _, cells in rows[first:n_header]]
     undated = _with_sign_columns(_headers(header_rows, n_cols), [cells for _, cells in rows])
@@ -318,6 +320,24 @@ def _label_stems(label: str) -> frozenset[str]:
 def _section_name(label: str) -> str:
     """A row label that stands alone over rows, as their section ("Net sales:" is "Net sales")."""
     return label.rstrip(" :")
+
+
+def _title_rows(header_rows: list[tuple[int, list[str]]]) -> int:
+    """How many of the header rows are the table's title: those above the `_MAX_HEADER_ROWS`
+    rows that end with its lowest row of headings, down to the first heading among them. A row
+    that only states the unit ("($ in millions)") or a label alone over the labels ("Revenue:")
+    below the headings heads no column: it leaves the top headings in ("Six Months Ended")."""
+    if len(header_rows) <= _MAX_HEADER_ROWS:
+        return 0
+    levels = [
+        k
+        for k, (_, cells) in enumerate(header_rows)
+        if any(cells[1:]) and not all(is_unit_statement(c) for c in cells if c)
+    ]
+    if not levels:
+        return len(header_rows) - _MAX_HEADER_ROWS
+    top = levels[-1] + 1 - _MAX_HEADER_ROWS
+    return next(k for k in levels if k >= top)
 
 
 def _section_rows(header_rows: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
