@@ -14,6 +14,7 @@ from ocr_engine.layout.unruled_tables import (
     VisualRow,
     heads_columns,
     notes_only,
+    over_labels,
     visual_rows,
 )
 from ocr_engine.schema import TableCell
@@ -100,8 +101,8 @@ def _label_alone(row: VisualRow, cols: list[tuple[float, float]], labels_from: f
     names a group of rows under its headings ("Revenue:", "Current assets:")."""
     if len(row.segments) != 1:
         return False
-    box, text = row.segments[0].box, row.segments[0].text
-    return box[2] < cols[0][0] - 2.0 and box[0] <= labels_from + 2.0 and text[:1].isupper()
+    label = row.segments[0]
+    return over_labels(label, cols, labels_from) and label.text[:1].isupper()
 
 
 def _column_of(box: Box, columns: dict[int, tuple[float, float]]) -> tuple[int, int]:

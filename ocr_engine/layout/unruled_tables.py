@@ -22,6 +22,7 @@ __all__ = [
     "heads_columns",
     "notes_only",
     "numeric_tokens",
+    "over_labels",
     "tabular_share",
     "visual_rows",
 ]
@@ -190,12 +191,7 @@ def heads_columns(
     if not segments:  # a row of dot leaders alone
         return False
     stub = segments[0]
-    if (
-        len(segments) > 1
-        and stub.box[2] < cols[0][0] - 2.0
-        and stub.box[0] <= labels_from + 2.0
-        and not stub.text[:1].islower()
-    ):
+    if len(segments) > 1 and over_labels(stub, cols, labels_from) and not stub.text[:1].islower():
         segments = segments[1:]
         least = max(least, 2)
     return (
@@ -203,6 +199,12 @@ def heads_columns(
         and all(left <= (s.box[0] + s.box[2]) / 2 <= right for s in segments)
         and not any(len(s.text.split()) >= 8 for s in segments)
     )
+
+
+def over_labels(segment: Segment, cols: list[tuple[float, float]], labels_from: float) -> bool:
+    """Whether a segment stands over a table's labels: left of its figure columns `cols`,
+    starting where the labels do (by `labels_from`, the latest start of a label)."""
+    return segment.box[2] < cols[0][0] - 2.0 and segment.box[0] <= labels_from + 2.0
 
 
 def notes_only(row: VisualRow, cols: list[tuple[float, float]], labels_from: float) -> bool:

@@ -330,14 +330,17 @@ def _title_rows(header_rows: list[tuple[int, list[str]]]) -> int:
     if len(header_rows) <= _MAX_HEADER_ROWS:
         return 0
     levels = [
-        k
-        for k, (_, cells) in enumerate(header_rows)
-        if any(cells[1:]) and not all(is_unit_statement(c) for c in cells if c)
+        k for k, (_, cells) in enumerate(header_rows) if any(cells[1:]) and not _states_unit(cells)
     ]
     if not levels:
         return len(header_rows) - _MAX_HEADER_ROWS
     top = levels[-1] + 1 - _MAX_HEADER_ROWS
     return next(k for k in levels if k >= top)
+
+
+def _states_unit(cells: list[str]) -> bool:
+    """Whether a row says nothing but the table's unit ("($ in millions)")."""
+    return any(cells) and all(is_unit_statement(c) for c in cells if c)
 
 
 def _section_rows(header_rows: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
@@ -357,11 +360,7 @@ def _units(
     stub header over the labels) and each column's own: its header's, "" where the header names
     its own measure ("% of total"), None where it states none and the table's holds."""
     stub_unit = stated_unit(headers[0]) if headers else ""
-    unit_rows = [
-        " ".join(c for c in row if c)
-        for row in header_rows
-        if any(row) and all(is_unit_statement(c) for c in row if c)
-    ]
+    unit_rows = [" ".join(c for c in row if c) for row in header_rows if _states_unit(row)]
     table_unit = stated_unit("\n".join(other)) or stated_unit("\n".join(unit_rows)) or stub_unit
     stated_alone = {c for row in header_rows for c in row if c and is_unit_statement(c)}
     columns: list[str | None] = [None]
