@@ -304,7 +304,15 @@ def _build(
     )
     if settings.broker_url is not None:
         _read_through_queue(settings, ingestor)
-    sync = Sync(ledger, files, store, ingestor, events=events, cache=SqlitePageCache(cache_path))
+    sync = Sync(
+        ledger,
+        files,
+        store,
+        ingestor,
+        events=events,
+        cache=SqlitePageCache(cache_path),
+        reread_older=settings.reread_older,
+    )
     return Services(
         settings=settings,
         ledger=ledger,

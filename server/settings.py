@@ -60,6 +60,11 @@ class Settings(BaseSettings):
     extract_processes: int = Field(
         default=1, ge=0, le=8, description="extraction worker processes; 0: a thread instead"
     )
+    reread_older: bool = Field(
+        default=True,
+        description="at startup, queue documents an older folio read to be read again (their "
+        "earlier reading stays searchable until the new one replaces it)",
+    )
 
     api_key: SecretStr | None = Field(
         default=None,

@@ -261,6 +261,7 @@ def test_recovery_removes_stray_points_and_redoes_missing_documents(
         "stray": [],
         "missing": [],
         "removed": [],
+        "reread": [],
     }
 
 

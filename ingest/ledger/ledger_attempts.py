@@ -177,6 +177,15 @@ class AttemptLedger:
                 ),
             )
 
+    def restore_status(self, doc_id: str, status: DocStatus) -> None:
+        """Back to `status` with the record of its last success, after reading it again failed."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET status = ?, pages_done = pages, finished_at = ?"
+                " WHERE doc_id = ?",
+                (status.value, time.time(), doc_id),
+            )
+
     def fail(
         self,
         doc_id: str,

@@ -92,7 +92,27 @@ class Versions(BaseModel):
     document_schema: str | None = None
     chunk_schema: str | None = None
     embedder: str | None = None
+    extraction: str | None = Field(default=None, description="folio's extraction version")
     engines: list[str] = Field(default_factory=list, description="engine keys of its pages")
+
+    def older_than(self, current: Versions) -> str | None:
+        """What the code reading documents now changed since this reading (None: nothing).
+
+        `current.engines` holds the keys of the engines whose new versions read a page anew
+        (the text layer's); an engine this document's pages did not use is no reason."""
+        for name, then, now in (
+            ("extraction version", self.extraction, current.extraction),
+            ("document schema", self.document_schema, current.document_schema),
+            ("chunk schema", self.chunk_schema, current.chunk_schema),
+        ):
+            if then != now:
+                return f"{name} {then or 'unrecorded'} -> {now}"
+        for key in current.engines:
+            name = key.split("|", 1)[0]
+            used = [k for k in self.engines if k.split("|", 1)[0] == name]
+            if used and key not in used:
+                return f"{used[0]} -> {key}"
+        return None
 
 
 class DocumentRecord(BaseModel):

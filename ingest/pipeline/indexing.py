@@ -32,6 +32,23 @@ class IndexStage:
     options: IngestOptions
     _emit: Callable[..., None]
 
+    def reading(self, engines: list[str] | None = None) -> Versions:
+        """The versions this code reads a document with; `engines` are its pages' engine keys
+        (by default the text layer's, whose new versions read every text-layer page anew)."""
+        if engines is None:
+            from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
+            from ocr_engine.engines.reader import engine_key
+
+            engines = [engine_key(PyMuPDFEngine().info)]
+        return Versions(
+            folio=folio_version(),
+            document_schema=SCHEMA_VERSION,
+            chunk_schema=CHUNK_SCHEMA_VERSION,
+            embedder=self.embedder.name,
+            extraction=self.options.extract.extraction_version,
+            engines=engines,
+        )
+
     # indexer thread: points, files, ledger ----------------------------------------------------
 
     def _finish(self, doc: DocRun) -> FileResult:
@@ -61,13 +78,7 @@ class IndexStage:
             chunks=doc.chunks,
             errors=errors,
             timings=timings,
-            versions=Versions(
-                folio=folio_version(),
-                document_schema=SCHEMA_VERSION,
-                chunk_schema=CHUNK_SCHEMA_VERSION,
-                embedder=self.embedder.name,
-                engines=sorted(doc.engines),
-            ),
+            versions=self.reading(sorted(doc.engines)),
             card=doc.described,
         )
         result = FileResult(
@@ -119,6 +130,8 @@ class IndexStage:
         self._discard(doc)
         if doc.writer is not None:
             doc.writer.abort()
+        if doc.record.chunks > 0:  # read again (an upgrade, --force): the earlier reading stays
+            return self._kept(doc, reason)
         retry_at = self.options.retry.retry_at(kind, doc.attempt, time.time())
         if kind.retryable and retry_at is None:
             reason += f" (gave up after {doc.attempt} attempts)"
@@ -141,6 +154,25 @@ class IndexStage:
             error=reason,
             seconds=time.perf_counter() - doc.started,
             retry=retry_at is not None,
+        )
+
+    def _kept(self, doc: DocRun, reason: str) -> FileResult:
+        """A document read again failed: its earlier points, record and JSON stay as they were
+        (read again at the next start while its reading is older than the code's)."""
+        status = DocStatus.partial if doc.record.errors else DocStatus.ok
+        self.ledger.restore_status(doc.doc_id, status)
+        reason = f"reading it again failed, the earlier reading stays searchable: {reason}"
+        log.warning("%s: %s", doc.record.source, reason)
+        self._emit(EventKind.finished, doc, status=status, error=reason)
+        return FileResult(
+            path=doc.record.paths[0] if doc.record.paths else "",
+            source=doc.record.source,
+            status=FileStatus.failed,
+            doc_id=doc.doc_id,
+            pages=doc.record.pages,
+            chunks=doc.record.chunks,
+            error=reason,
+            seconds=time.perf_counter() - doc.started,
         )
 
     def _timings(self, doc: DocRun, index_s: float) -> Timings:

@@ -76,6 +76,7 @@ class RecoveryReport(BaseModel):
     stray: list[str] = Field(default_factory=list, description="points removed: not indexed")
     missing: list[str] = Field(default_factory=list, description="redone: points missing")
     removed: list[str] = Field(default_factory=list, description="orphans removed")
+    reread: list[str] = Field(default_factory=list, description="queued: an older folio read them")
 
 
 def summarize(results: Sequence[FileResult], scans: Sequence[ScanReport]) -> IngestSummary:

@@ -59,6 +59,7 @@ class Sync(ScanStage):
         *,
         events: EventHub | None = None,
         cache: SqlitePageCache | None = None,
+        reread_older: bool = True,
     ) -> None:
         self.ledger = ledger
         self.files = files
@@ -66,6 +67,7 @@ class Sync(ScanStage):
         self.ingestor = ingestor
         self.events = events or ingestor.events
         self.cache = cache
+        self.reread_older = reread_older
         self._lock = threading.RLock()
         self._processing = threading.Lock()  # one pass over the due documents at a time
 
@@ -74,15 +76,18 @@ class Sync(ScanStage):
     def recover(self) -> RecoveryReport:
         """Make the index agree with the ledger: redo what a killed process left half done,
         remove points of documents that are not indexed, redo indexed ones whose points are not
-        all there, and remove documents no path holds."""
+        all there, and remove documents no path holds. With `reread_older`, documents an older
+        folio read are queued to be read again; their points stay until the new ones replace
+        them (a document queued again keeps its points whole across a restart)."""
         with self._lock:
             report = RecoveryReport(interrupted=self.ledger.reset_interrupted())
             self.files.sweep_temporary()
             clear_staging(self.files.root.parent)
             in_index = self.store.doc_ids()
             indexed = {r.doc_id: r.chunks for r in self.ledger.documents(INDEXED)}
-            for doc_id in in_index:
-                if doc_id not in indexed:
+            again = {r.doc_id: r.chunks for r in self.ledger.documents(DocStatus.queued)}
+            for doc_id, count in in_index.items():
+                if doc_id not in indexed and again.get(doc_id) != count:
                     self.store.delete_document(doc_id)
                     report.stray.append(doc_id)
             for doc_id, chunks in indexed.items():
@@ -92,6 +97,8 @@ class Sync(ScanStage):
                     report.missing.append(doc_id)
             self.ledger.requeue(report.missing)
             report.removed = self.collect_garbage()
+            if self.reread_older:
+                report.reread = self._requeue_older()
         if report.interrupted or report.stray or report.missing or report.removed:
             log.info(
                 "recovered: %d interrupted, %d stray, %d missing, %d orphaned",
@@ -101,6 +108,24 @@ class Sync(ScanStage):
                 len(report.removed),
             )
         return report
+
+    def _requeue_older(self) -> list[str]:
+        """Queue the indexed documents whose reading is older than this code's; their ids."""
+        current = self.ingestor.reading()
+        older: dict[str, str] = {}
+        for record in self.ledger.documents(INDEXED):
+            if (why := record.versions.older_than(current)) is not None:
+                older[record.doc_id] = why
+        if older:
+            self.ledger.requeue(older)
+            reasons = sorted(set(older.values()))
+            log.info(
+                "reading again %d document(s) an older folio read (%s); their earlier reading "
+                "stays searchable meanwhile (FOLIO_REREAD_OLDER=false leaves them)",
+                len(older),
+                "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else ""),
+            )
+        return sorted(older)
 
     # removal ------------------------------------------------------------------------------------
 
