@@ -57,6 +57,7 @@ def test_an_older_reading_is_read_again_and_stays_searchable(tmp_path: Path, fol
         assert report.reread == sorted(counts)
         assert {r.status for r in svc.ledger.documents()} == {DocStatus.queued}
         assert svc.store.doc_ids() == counts, "searchable until the new reading replaces it"
+        assert set(svc.ledger.named()) == set(counts), "and named by its card meanwhile"
         again = svc.sync.recover()  # a restart before they were read: points kept, none stray
         assert (again.stray, again.missing) == ([], [])
         assert svc.store.doc_ids() == counts

@@ -136,9 +136,11 @@ class Ledger(AttemptLedger, PathLedger):
         return {doc_id: source for doc_id, source in rows}
 
     def named(self) -> dict[str, Named]:
-        """doc_id -> file name and card of every document with points in the index."""
+        """doc_id -> file name and card of every document with points in the index (one being
+        read again, whose earlier points stay, included)."""
         rows = self._rows(
             "SELECT doc_id, source, card FROM documents WHERE status IN ('ok', 'partial')"
+            " OR (status IN ('queued', 'processing') AND chunks > 0)"
         )
         # every query asks (the names it may give): each stored card is read once, not each time
         known, self._cards = self._cards, {}
