@@ -20,7 +20,14 @@ CJK_CHARS = (
 # blanks between two CJK characters: PDFs that space every character ("关 于 红 军") read as one run
 CJK_SPACING = re.compile(rf"(?<=[{CJK_CHARS}])[ \t\u3000]+(?=[{CJK_CHARS}])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_BOUNDARY = re.compile(r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?P<cjk>[。！？])|\n+")
+# a form's check box after its short word ends the question it answers ("… shell company. Yes ☐
+# No ☒ 15,634,232,000 shares …"), unless another word and box follow; a box before its label
+# ("☒ QUARTERLY REPORT") starts a sentence
+_BOUNDARY = re.compile(
+    r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9]|[☐☑☒])|(?P<cjk>[。！？])|\n+"
+    r"|(?P<box>(?<!\S)[^\W\d_]{1,4}[ \t]+[☐☑☒])[ \t]+(?![^\W\d_]{1,4}[ \t]+[☐☑☒])"
+    r"(?=[\"'“‘(\[]?[A-Z0-9])"
+)
 _ABBREVIATION_WORDS = """e.g i.e etc al fig figs no nos vs dr mr mrs ms prof eq eqs ref refs sec tab
 vol pp ca approx inc ltd corp co jan feb mar apr jun jul aug sep sept oct nov dec u.s"""
 _ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
@@ -88,6 +95,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
             if _is_abbreviation(text[start : match.start("end")]):
                 continue
             end = match.end("end")
+        elif match.group("box"):
+            end = match.end("box")
         else:
             end = match.end("cjk") if match.group("cjk") else match.start()
         _add_span(spans, text, start, end)

@@ -178,6 +178,21 @@ def test_sentence_spans_respect_abbreviations_and_decimals() -> None:
     ]
 
 
+def test_a_check_box_ends_the_question_it_answers() -> None:
+    text = (
+        "Indicate by check mark whether the filer is a shell company. Yes ☐ No ☒ "
+        "4,120,000 shares of common stock were outstanding as of May 2, 2031. ☒ QUARTERLY REPORT "
+        "under Section 13 ☐ TRANSITION REPORT under Section 13"
+    )
+    spans = [text[s:e] for s, e in sentence_spans(text)]
+    assert spans == [
+        "Indicate by check mark whether the filer is a shell company.",
+        "Yes ☐ No ☒",
+        "4,120,000 shares of common stock were outstanding as of May 2, 2031.",
+        "☒ QUARTERLY REPORT under Section 13 ☐ TRANSITION REPORT under Section 13",
+    ]
+
+
 def test_numbers_weigh_in_the_choice() -> None:
     chunk = make_chunk(
         "c0004",
