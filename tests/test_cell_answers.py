@@ -636,3 +636,31 @@ def test_a_unit_row_and_a_groups_label_are_no_level_of_the_headings() -> None:
     cash = table_cells(statement)[0]
     assert cash.header == "March 31, 2031"  # the statement's title lines head no column
     assert cash.text == "Cash, March 31, 2031: $ 3,800 (In thousands)"
+
+
+def test_a_groups_first_row_of_percents_makes_its_rows_percents() -> None:
+    """Statements print a group's sign on its first row alone: under "Net sales mix:" the rows
+    after "62 %" are percents too, not the table's millions; the group of amounts above keeps
+    the unit, and a row printing "%" amid amounts makes no group of percents."""
+    chunk = rows_chunk(
+        [
+            "| | Three Months Ended | |",
+            "| | 2031 | 2030 |",
+            "| | (in millions) | |",
+            "| Net Sales: | | |",
+            "| North region | $ 74,430 | $ 82,546 |",
+            "| Cloud | 19,739 | 22,140 |",
+            "| Margin | 31 % | 29 % |",
+            "| Other | 1,200 | 1,100 |",
+            "| Net sales mix: | | |",
+            "| North region | 62 % | 61 % |",
+            "| Cloud | 16 | 17 |",
+        ]
+    )
+    cells = table_cells(chunk)
+    texts = [c.text for c in cells]
+    assert "Net sales mix, Cloud, Three Months Ended, 2031: 16 %" in texts
+    assert "Net Sales, Cloud, Three Months Ended, 2031: 19,739 (in millions)" in texts
+    assert "Net Sales, Other, Three Months Ended, 2031: 1,200 (in millions)" in texts
+    mix = [c for c in cells if c.label == "Net sales mix, Cloud"]
+    assert mix and all(c.column_measure for c in mix), "no unit of the table's neighbours either"

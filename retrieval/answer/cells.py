@@ -109,8 +109,10 @@ class TableCellText:
     @property
     def text(self) -> str:
         header = self.header
-        if self.unit and "(" in header:  # said once, after the value, not amid the headings
-            header = header.replace(f"({self.unit})", "").replace(", ,", ",").strip(" ,")
+        # said once, after the value, not amid the headings; a percent takes no scale at all
+        said = self.unit or (stated_unit(header) if "%" in self.value else "")
+        if said and "(" in header:
+            header = header.replace(f"({said})", "").replace(", ,", ",").strip(" ,")
         header = header.rstrip(" ,;:")  # "December 31,: $ 3,642" reads badly
         head = f"{self.label}, {header}" if header else self.label
         unit = f" ({self.unit})" if self.unit else ""
@@ -226,6 +228,8 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     section = before = ""  # the rows below a label alone belong to it; the section before it
+    percent: set[int] = set()  # columns whose group's first row of figures prints "%"
+    opened = True  # the next row of figures is its group's first
     for index, cells in [*_section_rows(rows[first + 1 : n_header]), *body]:
         if holds_a_period_alone(cells):  # "2016" over the rows of 2016
             headers = _dated_by_stub([cells[0], *undated[1:]])
@@ -249,15 +253,22 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             words = [c for c in words if len(cells[c].split()) <= _MAX_VALUE_WORDS]
         elif not values:
             before, section = section, _section_name(shown) if shown.endswith(":") else ""
+            opened = True
         elif section and _label_stems(section) <= set(stems(shown)):  # the row that totals it
             section = ""
         elif section:
             shown = f"{section}, {shown}"
+        if values and opened:  # statements print a group's sign on its first row alone
+            percent = {c for c in values if cells[c].rstrip().endswith("%")}
+            opened = False
         for col in values:
             own, value = column_units[col], cells[col]
+            if col in percent and "%" not in value:
+                value = f"{value} %"
             unit = unit_for_row(shown, value, table_unit if own is None else own)
+            measured = own == "" or col in percent
             out.append(
-                TableCellText(index, col, shown, headers[col], value, unit, own == "", section)
+                TableCellText(index, col, shown, headers[col], value, unit, measured, section)
             )
         if values or worded:  # a row of figures' cells of words say what they are about too
             out += [
