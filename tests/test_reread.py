@@ -119,3 +119,21 @@ def test_rereading_can_be_left_off(tmp_path: Path, folder: Path) -> None:
         assert {r.status for r in svc.ledger.documents()} == {DocStatus.ok}
     finally:
         svc.close()
+
+
+def test_folio_ingest_counts_them_as_read_again(tmp_path: Path, folder: Path) -> None:
+    data = tmp_path / "data"
+    old = older_services(data)
+    try:
+        assert old.sync.ingest_summary([folder]).new == 2
+    finally:
+        old.close()
+    svc = make_services(data)
+    try:
+        svc.sync.recover()  # as a local `folio ingest` starts
+        summary = svc.sync.ingest_summary([folder])
+        counts = (summary.new, summary.changed, summary.again, summary.unchanged, summary.failed)
+        assert counts == (0, 0, 2, 0, 0)
+        assert svc.sync.ingest_summary([folder]).unchanged == 2
+    finally:
+        svc.close()

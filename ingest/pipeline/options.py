@@ -51,13 +51,17 @@ class FileResult(BaseModel):
 
 class IngestSummary(BaseModel):
     """One `folio ingest` run: a result per file, and each file counted once by what happened to
-    it (failed first; then new, changed or moved as its scan found it; else unchanged), with the
+    it (failed first; then new, changed or moved as its scan found it; else read again or
+    unchanged), with the
     paths whose file was gone counted as removed."""
 
     results: list[FileResult]
     new: int = 0
     changed: int = 0
     moved: int = 0
+    again: int = Field(
+        default=0, description="read again: a retry, one a killed run left, one an older folio read"
+    )
     unchanged: int = 0
     failed: int = 0
     partial: int = Field(default=0, description="of the new and changed: read in part")

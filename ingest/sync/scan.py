@@ -80,7 +80,8 @@ class RecoveryReport(BaseModel):
 
 
 def summarize(results: Sequence[FileResult], scans: Sequence[ScanReport]) -> IngestSummary:
-    """Each file of `results` counted once: failed, new, changed, moved or unchanged."""
+    """Each file of `results` counted once: failed, new, changed, moved, read again or
+    unchanged."""
     new = {p for scan in scans for p in (*scan.new, *scan.copied)}
     changed = {p for scan in scans for p in scan.changed}
     moved = {p for scan in scans for p in scan.moved}
@@ -98,8 +99,8 @@ def summarize(results: Sequence[FileResult], scans: Sequence[ScanReport]) -> Ing
             summary.moved += 1
         elif result.status is FileStatus.unchanged or result.status is FileStatus.partial:
             summary.unchanged += 1
-        else:  # processed for another reason: a retry or a document a killed run left
-            summary.changed += 1
+        else:  # a retry, a document a killed run left, one an older folio read
+            summary.again += 1
             fresh = True
         if fresh:
             summary.pages += result.pages

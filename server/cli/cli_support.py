@@ -255,6 +255,7 @@ def report(summary: Any) -> int:
     seconds = summary.seconds
     rate = f", {summary.pages / seconds:.2f} pages/s" if summary.pages and seconds > 0 else ""
     moved = f", {summary.moved} moved" if summary.moved else ""
+    moved += f", {summary.again} read again" if summary.again else ""
     typer.echo(
         f"{plural(len(summary.results), 'file')}: {summary.new} new, "
         f"{summary.changed} changed{moved}, "
