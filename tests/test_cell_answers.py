@@ -12,7 +12,8 @@ from doubles.builders import one_line_block, one_page_document, rows_chunk, tabl
 from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import BlockType, Document
 from retrieval.answer import AnswerOptions, Lookups, extractive_answer
-from retrieval.answer.cells import periods, table_cells
+from retrieval.answer.cells import table_cells
+from retrieval.answer.dates import periods
 from retrieval.answer.page_layout import PageLayouts
 from retrieval.index.embedder import SentenceTransformerEmbedder
 from retrieval.links import highlight_of, parse_boxes

@@ -36,8 +36,7 @@ class IndexStage:
         """The versions this code reads a document with; `engines` are its pages' engine keys
         (by default the text layer's, whose new versions read every text-layer page anew)."""
         if engines is None:
-            from ocr_engine.engines.pymupdf_engine import PyMuPDFEngine
-            from ocr_engine.engines.reader import engine_key
+            from ocr_engine.engines import PyMuPDFEngine, engine_key
 
             engines = [engine_key(PyMuPDFEngine().info)]
         return Versions(

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from retrieval.answer.dates import DAY_OF_MONTH, periods
 from retrieval.schema import Chunk
 from retrieval.table_rows import holds_a_period_alone, is_period_row, is_table_row, split_row
 from retrieval.table_units import (
@@ -40,30 +41,14 @@ from retrieval.table_units import (
 )
 from retrieval.text_terms import stems
 
-__all__ = [
-    "MONTH_NAME",
-    "TableCellText",
-    "days_of_month",
-    "period_row_above",
-    "periods",
-    "row_words",
-    "table_cells",
-]
+__all__ = ["TableCellText", "period_row_above", "row_words", "table_cells"]
 
 _SEPARATOR = re.compile(r"^:?-{2,}:?$")
 _CURRENCY_SIGN = re.compile(r"^(?:US)?[$€£¥]$")
 _NUMERIC = re.compile(r"^[\s$€£(+\-–—]*\d[\d.,]*\s*%?\)?\s*$")
-_YEAR = re.compile(r"(?<!\d)(?:FY\s?|fiscal\s(?:year\s)?)?((?:19|20)\d{2})(?!\d)", re.I)
-_SHORT_FY = re.compile(r"\bFY\s?'?(\d{2})\b", re.I)
-MONTH_NAME = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"  # written with re.I
-_DAY_OF_MONTH = (  # "October 30", "Oct. 30", "30 October"
-    rf"\b(?P<month>{MONTH_NAME})\.?\s+(?P<day>\d{{1,2}})\b"
-    rf"|\b(?P<day_first>\d{{1,2}})\s+(?P<month_after>{MONTH_NAME})\b"
-)
-_DAYS = re.compile(_DAY_OF_MONTH, re.I)
 _PERIOD_NUMBERS = re.compile(
     r"(?<!\d)(?:19|20)\d{2}(?!\d)|\bQ[1-4]\b|\b(?:FY|H[12])\s?'?\d{2}\b"
-    rf"|{_DAY_OF_MONTH}"
+    rf"|{DAY_OF_MONTH}"
     r"|\b(?:three|six|nine|twelve|3|6|9|12|13|26|39|52|53)\s+(?:months|weeks)\b",
     re.I,
 )
@@ -222,14 +207,13 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
     header_rows = [cells for _, cells in rows[first:n_header]]
     undated = _with_sign_columns(_headers(header_rows, n_cols), [cells for _, cells in rows])
     headers = _dated_by_stub(undated)
-    table_unit, column_units = _units(other, header_rows, undated)
+    units = _units(other, header_rows, undated)
     body = rows[n_header + separated :]
     of_words = _of_words([cells for _, cells in body])
     out = []
     wrapped = ""  # the label of the row before, when it holds no figure: it may go on
     section = before = ""  # the rows below a label alone belong to it; the section before it
-    percent: set[int] = set()  # columns whose group's first row of figures prints "%"
-    opened = True  # the next row of figures is its group's first
+    percent: set[int] | None = None  # columns whose group's first row of figures prints "%"
     for index, cells in [*_section_rows(rows[first + 1 : n_header]), *body]:
         if holds_a_period_alone(cells):  # "2016" over the rows of 2016
             headers = _dated_by_stub([cells[0], *undated[1:]])
@@ -253,23 +237,15 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             words = [c for c in words if len(cells[c].split()) <= _MAX_VALUE_WORDS]
         elif not values:
             before, section = section, _section_name(shown) if shown.endswith(":") else ""
-            opened = True
+            percent = None  # a new group: its first row of figures says its signs
         elif section and _label_stems(section) <= set(stems(shown)):  # the row that totals it
             section = ""
         elif section:
             shown = f"{section}, {shown}"
-        if values and opened:  # statements print a group's sign on its first row alone
+        if values and percent is None:  # statements print a group's sign on its first row alone
             percent = {c for c in values if cells[c].rstrip().endswith("%")}
-            opened = False
-        for col in values:
-            own, value = column_units[col], cells[col]
-            if col in percent and "%" not in value:
-                value = f"{value} %"
-            unit = unit_for_row(shown, value, table_unit if own is None else own)
-            measured = own == "" or col in percent
-            out.append(
-                TableCellText(index, col, shown, headers[col], value, unit, measured, section)
-            )
+        row = _Row(index, shown, section, cells)
+        out += [_figure(row, col, headers[col], units, col in (percent or ())) for col in values]
         if values or worded:  # a row of figures' cells of words say what they are about too
             out += [
                 TableCellText(index, c, shown, headers[c], cells[c], "", True, section)
@@ -277,6 +253,31 @@ def table_cells(chunk: Chunk) -> list[TableCellText]:
             ]
         wrapped = label if not values and not worded else ""
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A body row as its cells are said: its chunk line, label, section and cells."""
+
+    line: int
+    label: str
+    section: str
+    cells: list[str]
+
+
+def _figure(
+    row: _Row, col: int, header: str, units: tuple[str, list[str | None]], percent: bool
+) -> TableCellText:
+    """A figure of `row` said with its unit: its column's, else the table's (`units`); none where
+    it is a percent of a group whose first row prints "%" (it is said with the sign)."""
+    table_unit, column_units = units
+    own, value = column_units[col], row.cells[col]
+    if percent and "%" not in value:
+        value = f"{value} %"
+    unit = unit_for_row(row.label, value, table_unit if own is None else own)
+    return TableCellText(
+        row.line, col, row.label, header, value, unit, own == "" or percent, row.section
+    )
 
 
 def _rows_of(chunk: Chunk) -> tuple[list[tuple[int, list[str]]], list[str]]:
@@ -391,18 +392,3 @@ def period_row_above(chunk: Chunk, line: int) -> int | None:
         if is_period_row(text):
             return index
     return None
-
-
-def days_of_month(text: str) -> set[tuple[str, int]]:
-    """The days of a month a text names, as (month, day): "October 30, 2022" gives (oct, 30)."""
-    return {
-        ((m["month"] or m["month_after"])[:3].lower(), int(m["day"] or m["day_first"]))
-        for m in _DAYS.finditer(text)
-    }
-
-
-def periods(text: str) -> set[str]:
-    """The years a text names: `2023`, `FY2023`, `FY 23` and `fiscal 2023` all give 2023."""
-    found = {m.group(1) for m in _YEAR.finditer(text)}
-    found |= {f"20{m.group(1)}" for m in _SHORT_FY.finditer(text)}
-    return found

@@ -8,12 +8,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from retrieval.answer.candidates import _Sentence
-from retrieval.answer.cells import (
-    MONTH_NAME,
-    TableCellText,
-    days_of_month,
-    periods,
-)
+from retrieval.answer.cells import TableCellText
+from retrieval.answer.dates import MONTH_NAME, days_of_month, periods
 from retrieval.doc_card import GENERIC_WORDS, DocumentCard
 from retrieval.schema import ScoredChunk
 from retrieval.text_terms import stems
