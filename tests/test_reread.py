@@ -18,10 +18,10 @@ OLDER = ExtractOptions(ocr=OcrMode.never, extraction_version="older")
 TEXT = "pymupdf||1.26.5+t13"
 
 
-def older_services(data_dir: Path, *, reread: bool = True) -> Services:
+def older_services(data_dir: Path) -> Services:
     """Services whose extraction version is not this code's: an older folio."""
     return build_services(
-        Settings(data_dir=data_dir, ocr=OcrMode.never, reread_older=reread),
+        Settings(data_dir=data_dir, ocr=OcrMode.never),
         options=IngestOptions(extract=OLDER, extract_processes=0),
         embedder=HashEmbedder(),
     )

@@ -58,6 +58,11 @@ class DocRun:
         return self.record.doc_id
 
     @property
+    def path(self) -> str | None:
+        """The first path that holds the document (None for an upload)."""
+        return self.record.paths[0] if self.record.paths else None
+
+    @property
     def chunks(self) -> int:
         return self.staging.count if self.staging is not None else 0
 

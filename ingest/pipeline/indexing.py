@@ -81,7 +81,7 @@ class IndexStage:
             card=doc.described,
         )
         result = FileResult(
-            path=doc.record.paths[0] if doc.record.paths else "",
+            path=doc.path or "",
             source=doc.record.source,
             status=FileStatus(status.value),
             doc_id=doc.doc_id,
@@ -145,7 +145,7 @@ class IndexStage:
         log.warning("failed: %s", named)
         self._emit(EventKind.finished, doc, status=DocStatus.failed, error=reason)
         return FileResult(
-            path=doc.record.paths[0] if doc.record.paths else "",
+            path=doc.path or "",
             source=doc.record.source,
             status=FileStatus.failed,
             doc_id=doc.doc_id,
@@ -164,7 +164,7 @@ class IndexStage:
         log.warning("%s: %s", doc.record.source, reason)
         self._emit(EventKind.finished, doc, status=status, error=reason)
         return FileResult(
-            path=doc.record.paths[0] if doc.record.paths else "",
+            path=doc.path or "",
             source=doc.record.source,
             status=FileStatus.failed,
             doc_id=doc.doc_id,

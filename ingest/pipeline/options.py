@@ -52,8 +52,7 @@ class FileResult(BaseModel):
 class IngestSummary(BaseModel):
     """One `folio ingest` run: a result per file, and each file counted once by what happened to
     it (failed first; then new, changed or moved as its scan found it; else read again or
-    unchanged), with the
-    paths whose file was gone counted as removed."""
+    unchanged), with the paths whose file was gone counted as removed."""
 
     results: list[FileResult]
     new: int = 0

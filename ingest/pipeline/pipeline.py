@@ -241,7 +241,7 @@ class Ingestor(FeedStage, IndexStage):
                 kind=kind,
                 doc_id=doc.doc_id,
                 source=doc.record.source,
-                path=doc.record.paths[0] if doc.record.paths else None,
+                path=doc.path,
                 status=status or (DocStatus.processing if kind is not EventKind.finished else None),
                 stage=stage,
                 pages_done=done,

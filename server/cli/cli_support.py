@@ -254,11 +254,11 @@ def report(summary: Any) -> int:
 
     seconds = summary.seconds
     rate = f", {summary.pages / seconds:.2f} pages/s" if summary.pages and seconds > 0 else ""
-    moved = f", {summary.moved} moved" if summary.moved else ""
-    moved += f", {summary.again} read again" if summary.again else ""
+    others = f", {summary.moved} moved" if summary.moved else ""
+    others += f", {summary.again} read again" if summary.again else ""
     typer.echo(
         f"{plural(len(summary.results), 'file')}: {summary.new} new, "
-        f"{summary.changed} changed{moved}, "
+        f"{summary.changed} changed{others}, "
         f"{summary.unchanged} unchanged, {summary.failed} failed; {summary.removed} removed; "
         f"{summary.pages} pages in {seconds:.1f}s{rate}",
         err=True,
