@@ -107,8 +107,9 @@ class CpuOcrOptions(BaseModel):
 # tables, furniture, line boxes): it is part of every page cache key, so older pages are read again.
 # A change to the text-layer engine alone bumps its own `TEXT_LAYER_VERSION` instead.
 # 7: scanned tables' rows anchored on their text lines; 8: a band's words read left to right;
-# 10: a big figure whose rows line up figures is read as a table (9 was a try, reverted)
-EXTRACTION_VERSION = "10"
+# 10: a big figure whose rows line up figures is read as a table (9 was a try, reverted);
+# 11: an OCR'd paragraph that layout regions cut line by line is joined again (`join_run_ons`)
+EXTRACTION_VERSION = "11"
 
 
 class ExtractOptions(BaseModel):

@@ -105,13 +105,15 @@ def test_blocks_with_neither_gutter_nor_gap_are_read_from_the_top() -> None:
 
 
 def paragraph(page: pymupdf.Page, x0: float, x1: float, y: float, lines: int, seed: int) -> float:
-    """`lines` lines of 10 pt text from `y` between `x0` and `x1`; the next paragraph's top."""
+    """`lines` lines of 10 pt text from `y` between `x0` and `x1`, the last ending its sentence;
+    the next paragraph's top."""
     rng = np.random.default_rng(seed)
     for i in range(lines):
         words: list[str] = []
         while len(" ".join(words)) < (x1 - x0) / 5.2:
             words.append(WORDS[int(rng.integers(len(WORDS)))])
-        page.insert_text((x0, y + 12 * i), " ".join(words), fontsize=10, fontname="helv")
+        text = " ".join(words) + ("." if i == lines - 1 else "")
+        page.insert_text((x0, y + 12 * i), text, fontsize=10, fontname="helv")
     return y + 12 * lines + 3
 
 
