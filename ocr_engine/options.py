@@ -108,8 +108,9 @@ class CpuOcrOptions(BaseModel):
 # A change to the text-layer engine alone bumps its own `TEXT_LAYER_VERSION` instead.
 # 7: scanned tables' rows anchored on their text lines; 8: a band's words read left to right;
 # 10: a big figure whose rows line up figures is read as a table (9 was a try, reverted);
-# 11: an OCR'd paragraph that layout regions cut line by line is joined again (`join_run_ons`)
-EXTRACTION_VERSION = "11"
+# 11: an OCR'd paragraph that layout regions cut line by line is joined again (`join_run_ons`);
+# 12: and a figure printed big over its label is read with it; no paragraph across another line
+EXTRACTION_VERSION = "12"
 
 
 class ExtractOptions(BaseModel):

@@ -25,6 +25,7 @@ from ocr_engine.engines.figure_tables import RegionRead, figure_blocks
 from ocr_engine.errors import EngineOutputError, EngineUnavailableError
 from ocr_engine.geometry import Box, capped_zoom, clamp, rounded, scale, to_points, translate, union
 from ocr_engine.layout.layout import LayoutBlock
+from ocr_engine.layout.ocr_joins import join_blocks
 from ocr_engine.layout.ocr_layout import OcrLine, layout_page
 from ocr_engine.layout.ocr_quads import Quad, axis_box, ink_span, split_quads
 from ocr_engine.layout.orientation import classify_orientation
@@ -268,7 +269,7 @@ class RapidOCREngine:
             image = np.ascontiguousarray(np.rot90(render.image, turns))
             laid = lay_out(self.scan_models, image, zoom, upright, up_w, up_h, first_page=first)
         else:
-            laid = ScanLayout(layout_page(upright, up_w, up_h, first_page=first))
+            laid = ScanLayout(join_blocks(layout_page(upright, up_w, up_h, first_page=first)))
 
         def to_page(box: Box) -> Box:
             """Upright points -> upright pixels -> displayed pixels -> displayed points."""

@@ -24,14 +24,7 @@ from ocr_engine.layout.reading_order import reading_order
 from ocr_engine.layout.textlayer import TextLine
 from ocr_engine.schema import BlockType
 
-__all__ = [
-    "OcrLine",
-    "body_height",
-    "group_paragraphs",
-    "gutter_cuts",
-    "join_run_ons",
-    "layout_page",
-]
+__all__ = ["OcrLine", "body_height", "group_paragraphs", "gutter_cuts", "layout_page"]
 
 PARA_GAP = 0.75  # a vertical gap above this many line heights starts a new paragraph
 HEIGHT_RATIO = 1.5  # lines whose box heights differ more belong to different blocks
@@ -140,19 +133,39 @@ def _continues(para: list[OcrLine], line: OcrLine) -> float | None:
 
 
 def group_paragraphs(lines: list[OcrLine]) -> list[list[OcrLine]]:
-    """Lines (top to bottom) joined into paragraphs; each line goes to the closest open one."""
+    """Lines (top to bottom) joined into paragraphs; each line goes to the closest open one that
+    no other line parts from it."""
     paras: list[list[OcrLine]] = []
+    placed: list[OcrLine] = []
     for line in sorted(lines, key=lambda ln: (ln.box[1], ln.box[0])):
         best: tuple[float, int] | None = None
         for index, para in enumerate(paras):
             gap = _continues(para, line)
-            if gap is not None and (best is None or gap < best[0]):
+            if (
+                gap is not None
+                and (best is None or gap < best[0])
+                and not _parted(para, line, placed)
+            ):
                 best = (gap, index)
         if best is None:
             paras.append([line])
         else:
             paras[best[1]].append(line)
+        placed.append(line)
     return paras
+
+
+def _parted(para: list[OcrLine], line: OcrLine, placed: list[OcrLine]) -> bool:
+    """Whether another line sits in the gap between the paragraph's last line and `line`, across
+    both (a label between two figures printed big, one above the other)."""
+    last = para[-1]
+    return any(
+        other is not last
+        and last.box[3] < (other.box[1] + other.box[3]) / 2 < line.box[1]
+        and _x_overlap(other.box, last.box) > 0
+        and _x_overlap(other.box, line.box) > 0
+        for other in placed
+    )
 
 
 def body_height(lines: list[OcrLine]) -> float:
@@ -210,72 +223,7 @@ def layout_page(
     ordered = _order(blocks, body)
     for block in ordered:
         block.box = None
-    return join_run_ons(ordered)
-
-
-_RUNS_ON = (BlockType.text, BlockType.section_header, BlockType.list_item)
-_RUN_ON_INTO = (BlockType.text, BlockType.section_header)
-
-
-def join_run_ons(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
-    """Blocks in reading order with each block whose sentence runs on into the next one joined
-    to it: a detector's regions (or a bold first line taken for a title) may cut one paragraph
-    into blocks line by line. A block runs on when its last line ends in a word (or a comma or
-    hyphen) and the next text block starts with a lowercase letter (after a lowercase word also
-    with a figure), directly below it at its left edge in a like line height. A heading's last
-    line that runs on joins the text below (the heading keeps its other lines); blocks without
-    lines (pictures) between them do not part them."""
-    out: list[LayoutBlock] = []
-    last = -1  # index in `out` of the last block with lines
-    for block in blocks:
-        if not block.lines:
-            out.append(block)
-            continue
-        if last < 0 or not _runs_on(out[last], block):
-            last = len(out)
-            out.append(block)
-            continue
-        upper = out[last]
-        if upper.type == BlockType.section_header and block.type == BlockType.text:
-            moved, upper.lines = upper.lines[-1:], upper.lines[:-1]
-            block.lines = [*moved, *block.lines]
-            block.box = None
-            if upper.lines:
-                last = len(out)
-                out.append(block)
-            else:
-                out[last] = block
-            continue
-        kind = upper.type if upper.type == block.type else BlockType.text
-        if upper.type == BlockType.list_item:
-            kind = BlockType.list_item
-        level = upper.level if kind == BlockType.section_header else None
-        out[last] = LayoutBlock(kind, [*upper.lines, *block.lines], level=level)
-    return out
-
-
-def _runs_on(upper: LayoutBlock, lower: LayoutBlock) -> bool:
-    if upper.type not in _RUNS_ON or lower.type not in _RUN_ON_INTO:
-        return False
-    ends, starts = upper.text.rstrip(), lower.text.lstrip()
-    if not ends or not starts or is_bullet(starts):
-        return False
-    if not (
-        (starts[0].islower() and (ends[-1].isalpha() or ends[-1] in ",-–"))
-        or (starts[0].isdigit() and ends[-1].islower())
-    ):
-        return False
-    height = min(_lowest(upper), _lowest(lower))
-    if max(_lowest(upper), _lowest(lower)) > HEIGHT_RATIO * height:
-        return False
-    above, below = upper.lines[-1].bbox, lower.lines[0].bbox
-    gap = (below[1] - above[3]) / height
-    left = min(line.bbox[0] for line in upper.lines)
-    return -0.5 <= gap <= PARA_GAP and abs(below[0] - left) <= INDENT * height
-
-
-def _lowest(block: LayoutBlock) -> float:
-    return max(min(line.bbox[3] - line.bbox[1] for line in block.lines), 0.1)
+    return ordered
 
 
 def _is_aside(block: LayoutBlock, body: float) -> bool:

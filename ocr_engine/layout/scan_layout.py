@@ -24,13 +24,8 @@ import numpy as np
 
 from ocr_engine.geometry import Box, area, intersection, iou
 from ocr_engine.layout.layout import LayoutBlock, is_bullet
-from ocr_engine.layout.ocr_layout import (
-    OcrLine,
-    body_height,
-    group_paragraphs,
-    join_run_ons,
-    layout_page,
-)
+from ocr_engine.layout.ocr_joins import join_blocks
+from ocr_engine.layout.ocr_layout import OcrLine, body_height, group_paragraphs, layout_page
 from ocr_engine.layout.reading_order import reading_order
 from ocr_engine.layout.scan_models import ScanModels
 from ocr_engine.layout.scan_tables import ScanTable, read_table, split_words
@@ -248,7 +243,7 @@ def lay_out(
         else:
             out.blocks.append(LayoutBlock(region.type, text_lines, box=region.box))
     out.blocks.extend(layout_page(rest, page_w, page_h, first_page=first_page))
-    out.blocks = join_run_ons(reading_order(out.blocks))
+    out.blocks = join_blocks(reading_order(out.blocks))
     for block in out.blocks:
         if block.type not in _HOLDERS and block.lines:
             block.box = None  # a block of text is as wide as its lines
