@@ -1,10 +1,11 @@
 """OCR lines -> paragraph blocks in reading order, in the upright page's points.
 
 A text detector returns one box per visual line (one per column, unless a narrow gutter made it
-join two: see `gutter_cuts`). Lines join into paragraphs by vertical gap, horizontal overlap,
-line height and indentation; paragraphs are typed roughly (headings by line height, list items,
-page numbers) and ordered by the text-layer engine's XY-cut. Everything here works in the frame
-where the text reads upright; the engine maps boxes back to the displayed page afterwards.
+join two: see `gutter_cuts`). Lines join into paragraphs by vertical gap, horizontal overlap, line
+height and indentation, never across another line between them; paragraphs are typed roughly
+(headings by line height, list items, page numbers) and ordered by the text-layer engine's XY-cut.
+Everything here works in the frame where the text reads upright; the engine maps boxes back to the
+displayed page afterwards.
 """
 
 from __future__ import annotations

@@ -1,19 +1,20 @@
 """A scanned page's structure: layout-model regions typed as blocks, OCR lines assigned to them.
 
 The CDLA layout model (see `scan_models`) finds text, title, figure, figure/table caption, table,
-header, footer, reference and equation regions on the upright page image. Each OCR line goes to
-the region that holds most of it (the smallest when several do); text regions inside a figure or a
+header, footer, reference and equation regions on the upright page image. Each OCR line goes to the
+region that holds most of it (the smallest when several do); text regions inside a figure or a
 table give their lines to it. A title region is a title (the first page's largest heading in its
 top third) or a section header, level 1 or 2 by its line height against the body's; a text region
 is cut into list items at bullet lines; a figure keeps the text read inside it, in the order the
 heuristics of `ocr_layout` read it; a table region goes to the table-structure model
 (`scan_tables`), and so does a figure over `BIG_FIGURE` of the page whose rows nearly all line up
 figures in columns beside their labels (`STATEMENT`): a statement set without rules, which the
-layout model may take for one picture. Lines outside every region are laid out by those
-heuristics. Blocks are ordered by the XY-cut on the regions' boxes (`reading_order`), so columns
-stay apart, also around a picture set between them. Everything is in the upright page's points. A
-raster figure of a text-layer page, rendered alone, is a table when a table region covers most of
-it (`figure_table`).
+layout model may take for one picture. Lines outside every region are laid out by those heuristics.
+Blocks are ordered by the XY-cut on the regions' boxes (`reading_order`), so columns stay apart,
+also around a picture set between them, and what the regions cut apart is joined again
+(`ocr_joins`: a paragraph cut line by line, a figure printed big over its label). Everything is in
+the upright page's points. A raster figure of a text-layer page, rendered alone, is a table when a
+table region covers most of it (`figure_table`).
 """
 
 from __future__ import annotations
