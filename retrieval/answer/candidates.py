@@ -47,8 +47,6 @@ class _Sentence:
     cell: TableCellText | None = None
     heading: BBox | None = None
     """Where the section heading is that this candidate is (its chunk's text does not hold it)."""
-    compared: str = ""
-    """The heading of its section, said before it, when it was chosen among parallel sections."""
     heads: BBox | None = None
     """For a heading over a figure or table: its box (what the citation boxes; a table's rows are
     what it quotes)."""

@@ -5,28 +5,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from retrieval.answer.candidates import _Sentence
 from retrieval.schema import Chunk, Citation, ScoredChunk
 from retrieval.table_units import unit_for_row
 from retrieval.text_terms import sentence_spans
-
-if TYPE_CHECKING:
-    pass
-
-from retrieval.answer.candidates import _Sentence
 
 _SAID_WORDS = 60  # the words of a table's rows an answer led by its heading says (all are quoted)
 
 
 def _said(sentence: _Sentence, citation: Citation) -> str:
     """What the answer says for a chosen sentence (its citation quotes it)."""
-    words = (
-        _heading_said(sentence, citation.quote)
-        if sentence.heading is not None
-        else _spoken(sentence)
-    )
-    return f"{sentence.compared} — {words}" if sentence.compared else words
+    if sentence.heading is not None:
+        return _heading_said(sentence, citation.quote)
+    return _spoken(sentence)
 
 
 def _heading_said(heading: _Sentence, quote: str) -> str:
