@@ -48,11 +48,6 @@ _KINDS = {
 }
 
 
-def read_card(pdf: Path, opaque: str) -> DocumentCard:
-    """The card ingest would give `pdf` under the name `opaque`."""
-    return document_card(read_document(pdf, opaque))
-
-
 def read_document(pdf: Path, opaque: str) -> Document:
     """The first CARD_PAGES pages of `pdf` as ingest reads them, under the name `opaque`."""
     data = pdf.read_bytes()
