@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from eval.answer_match import gold_numbers, numbers_in
 from eval.answer_sets import Asked
-
-_NEVER = re.compile(r"(?!x)x")
-_ALWAYS = re.compile(r"")
 
 
 def _set(module: Any, name: str, value: Any) -> Callable[[], None]:
