@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import pymupdf
+
+from ocr_engine.engines.rapid_engine import RapidOCREngine
 from ocr_engine.layout.layout import LayoutBlock
 from ocr_engine.layout.ocr_joins import join_blocks, join_figure_labels, join_run_ons
 from ocr_engine.layout.ocr_layout import OcrLine, group_paragraphs
 from ocr_engine.layout.textlayer import TextLine
+from ocr_engine.options import CpuOcrOptions
 from ocr_engine.schema import BlockType
 
 H = 12.0  # line height in points
@@ -171,3 +175,31 @@ def test_two_big_figures_one_over_the_other_keep_each_its_own_label() -> None:
         (BlockType.text, "64% / Sales in stores"),
         (BlockType.text, "36% / Sales online"),
     ]
+
+
+def test_a_scanned_slide_reads_its_big_figures_with_their_labels_and_its_sentence_whole() -> None:
+    page_doc = pymupdf.open()
+    page = page_doc.new_page(width=768, height=432)
+    page.insert_text((40, 50), "VISITS BY DEVICE", fontsize=20, fontname="helv")
+    for top, figure, label in (
+        (160, "71%", "Visits from phones"),
+        (260, "29%", "Visits from desktops"),
+    ):
+        page.insert_text((60, top), figure, fontsize=48, fontname="helv")
+        page.insert_text((50, top + 25), label, fontsize=14, fontname="helv")
+    lines = [
+        ("Tablets, the newest devices, had a big", "hebo"),
+        ("share of sales. The line accounts for", "helv"),
+        ("40% of all units sold.", "helv"),
+    ]
+    for row, (text, font) in enumerate(lines):
+        page.insert_text((400, 160 + 20 * row), text, fontsize=16, fontname=font)
+    scan = pymupdf.open()
+    scanned = scan.new_page(width=768, height=432)
+    scanned.insert_image(scanned.rect, pixmap=page.get_pixmap(dpi=150))
+    for layout in (True, False):
+        engine = RapidOCREngine(CpuOcrOptions(dpi=150), layout=layout)
+        texts = [b.text for b in engine.extract_page(scan[0]).blocks]
+        assert "71%\nVisits from phones" in texts, (layout, texts)
+        assert "29%\nVisits from desktops" in texts, (layout, texts)
+        assert any("accounts for\n40% of all units sold." in t for t in texts), (layout, texts)
