@@ -49,14 +49,13 @@ def join_run_ons(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
             continue
         upper = out[last]
         if upper.type == BlockType.section_header and block.type == BlockType.text:
-            moved, upper.lines = upper.lines[-1:], upper.lines[:-1]
-            block.lines = [*moved, *block.lines]
-            block.box = None
-            if upper.lines:
-                last = len(out)
-                out.append(block)
-            else:
-                out[last] = block
+            text = LayoutBlock(BlockType.text, [*upper.lines[-1:], *block.lines])
+            if len(upper.lines) == 1:
+                out[last] = text
+                continue
+            out[last] = LayoutBlock(upper.type, upper.lines[:-1], level=upper.level, box=upper.box)
+            last = len(out)
+            out.append(text)
             continue
         kind = upper.type if upper.type == block.type else BlockType.text
         if upper.type == BlockType.list_item:
@@ -93,16 +92,16 @@ def join_figure_labels(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
     is the nearest short text block below it (`LABEL_WORDS`, no figure itself) that overlaps it
     across, whose lines are `BIG` times lower, and whose top is within the figure's height of
     the figure's foot. Each label joins one figure, the one nearest above it."""
-    pairs: dict[int, int] = {}  # label index -> figure index
+    nearest: dict[int, tuple[float, int]] = {}  # label index -> (gap, figure index)
     for f, figure in enumerate(blocks):
         if not _is_figure(figure):
             continue
         below = [(gap, j) for j, label in enumerate(blocks) if (gap := _under(figure, label))]
         if below:
             gap, j = min(below)
-            held = pairs.get(j)
-            if held is None or gap < (_under(blocks[held], blocks[j]) or 0.0):
-                pairs[j] = f
+            if j not in nearest or (gap, f) < nearest[j]:
+                nearest[j] = (gap, f)
+    pairs = {j: f for j, (_, f) in nearest.items()}
     joined = {f: j for j, f in pairs.items()}
     out: list[LayoutBlock] = []
     for index, block in enumerate(blocks):
