@@ -23,6 +23,7 @@ from ocr_engine.layout.layout import (
 from ocr_engine.layout.reading_order import reading_order
 from ocr_engine.layout.rule_tables import find_rule_tables, with_unruled
 from ocr_engine.layout.table_headers import with_headings_above
+from ocr_engine.layout.table_parts import joined_parts
 from ocr_engine.layout.tables import FoundTable, find_tables
 from ocr_engine.layout.textlayer import (
     LineKey,
@@ -57,8 +58,9 @@ ENGINE_NAME = "pymupdf"
 # reverted: its pages may still lie in page caches); 11: its cells' boxes hold their words;
 # 12: a bullet glyph joined to its item's line leaves the line its text's size and font;
 # 13: a label alone over the labels ("Revenue:") between the headings and the figures does not
-# part them either.
-TEXT_LAYER_VERSION = "13"
+# part them either; 14: a table printed in parts (a statement going on under "Cost of sales:"
+# after a wider gap) is one table (`table_parts`).
+TEXT_LAYER_VERSION = "14"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there
@@ -166,6 +168,7 @@ class PyMuPDFEngine:
         drawings = page.get_cdrawings()
         words = read_words(page, frame, textpage) if self.detect_tables else []
         tables = self._tables(page, frame, raw_blocks, words, drawings) if words else []
+        tables = joined_parts(tables, words)
         style = body_style(raw_blocks)
         body = style.size
         first_page = page.number == 0

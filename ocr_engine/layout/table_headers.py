@@ -19,7 +19,7 @@ from ocr_engine.layout.unruled_tables import (
 )
 from ocr_engine.schema import TableCell
 
-__all__ = ["MAX_LIFTED_ROWS", "with_headings_above"]
+__all__ = ["MAX_LIFTED_ROWS", "headless", "with_headings_above"]
 
 Lift = Literal["heading", "notes", "label"]  # what a row lifted into the table is
 
@@ -38,7 +38,7 @@ def _figure_columns(table: FoundTable) -> dict[int, tuple[float, float]]:
     return spans
 
 
-def _headless(table: FoundTable) -> bool:
+def headless(table: FoundTable) -> bool:
     """Whether the table's first row holds a figure right of its label: it has no header row."""
     return any(
         c.row == 0 and c.col > 0 and NUMERIC_RE.match(c.text.replace(" ", ""))
@@ -66,7 +66,7 @@ def _lifted(table: FoundTable, words: Sequence[Word]) -> list[tuple[VisualRow, L
     row of notes under them comes with them, and so does a label alone over the labels right
     above the first row ("Revenue:", the name of the rows' group)."""
     columns = _figure_columns(table)
-    if not columns or not _headless(table):
+    if not columns or not headless(table):
         return []
     cols = sorted(columns.values())
     starts = [c.bbox[0] for c in table.cells if c.col == 0 and c.text and c.bbox is not None]

@@ -16,6 +16,7 @@ from ocr_engine.schema import TableCell
 __all__ = [
     "MIN_NUMERIC_TOKENS",
     "NUMERIC_RE",
+    "YEAR_RE",
     "Segment",
     "VisualRow",
     "find_unruled_tables",
