@@ -11,6 +11,7 @@ from retrieval.text_terms import said
 __all__ = [
     "dates_columns",
     "holds_a_period_alone",
+    "heads_rows",
     "is_period_row",
     "is_table_row",
     "split_row",
@@ -39,6 +40,15 @@ def split_row(row: str) -> list[str]:
 def is_period_row(text: str) -> bool:
     """A markdown row holding only a period, in its first cell: it dates the rows that follow."""
     return is_table_row(text) and holds_a_period_alone(split_row(text))
+
+
+def heads_rows(text: str) -> bool:
+    """A markdown row holding only its first cell, a period or a label ("2016", "Cost of
+    sales:"): it dates or names the rows that follow."""
+    if not is_table_row(text):
+        return False
+    cells = split_row(text)
+    return len(cells) > 1 and bool(cells[0]) and not any(cells[1:])
 
 
 def holds_a_period_alone(cells: list[str]) -> bool:

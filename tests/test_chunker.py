@@ -297,6 +297,26 @@ def test_a_years_label_row_heads_its_rows_and_is_not_repeated_over_others(
     assert ordered == rows
 
 
+def test_a_group_label_row_goes_with_the_rows_it_names(count_tokens: Callable[[str], int]) -> None:
+    """A statement names its row groups on rows of their own ("Cost of sales:"): a batch that
+    would end on such a row leaves it to the next batch, over the rows it names (Apple's
+    "Products" and "Services" percentages were read without "Gross margin percentage")."""
+    b = Pages()
+    header = "| | 2023 | 2022 |"
+    rows = []
+    for group in ("Net sales", "Cost of sales", "Operating expenses", "Other items"):
+        rows.append(f"| {group}: | | |")
+        rows += [f"| {group} item {i} | {i},000 | {i},500 |" for i in range(5)]
+    cells = [TableCell(row=0, col=c, text=t, header=True) for c, t in enumerate("L12")]
+    b.add(1, BlockType.table, [header, *rows], cells=cells)
+    chunks = chunk_document(b.document(), count_tokens=count_tokens, max_tokens=96)
+    assert len(chunks) > 2 and {c.kind for c in chunks} == {"table_rows"}
+    for chunk in chunks:
+        lines = chunk.text.splitlines()
+        assert lines[0] == header and not lines[-1].endswith(": | | |"), lines
+    assert [ln for c in chunks for ln in c.text.splitlines()[1:]] == rows
+
+
 @pytest.mark.parametrize("stub", ["", "(In millions)"])
 def test_the_years_under_a_tables_heading_are_repeated_with_it(
     count_tokens: Callable[[str], int], stub: str

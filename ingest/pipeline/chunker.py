@@ -40,7 +40,7 @@ from ingest.pipeline.chunk_tables import (
 from ocr_engine.schema import Block, BlockType, Document, Page
 from retrieval.doc_card import DocumentCard
 from retrieval.schema import TABLE_ROWS_KIND, Chunk, ChunkLine
-from retrieval.table_rows import is_period_row
+from retrieval.table_rows import heads_rows
 
 __all__ = ["ChunkStream", "chunk_document"]
 
@@ -274,8 +274,8 @@ class _Chunker:
                 unit = Unit(row_block, [part], part_tokens, part="rows")
                 if not batch.fits(unit):
                     units = batch.take()
-                    heads: list[Unit] = []  # a year's row goes on with the rows it dates
-                    while len(units) > 1 and is_period_row(units[-1].pieces[0].text):
+                    heads: list[Unit] = []  # a year's or a label's row goes on with its rows
+                    while len(units) > 1 and heads_rows(units[-1].pieces[0].text):
                         heads.insert(0, units.pop())
                     self._emit(TABLE_ROWS_KIND, [*prefix, *units])
                     for head in heads:
