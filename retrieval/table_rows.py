@@ -10,8 +10,8 @@ from retrieval.text_terms import said
 
 __all__ = [
     "dates_columns",
-    "holds_a_period_alone",
     "heads_rows",
+    "holds_a_period_alone",
     "is_period_row",
     "is_table_row",
     "split_row",
