@@ -86,7 +86,8 @@ def _meet(
     costco"). In a document whose fiscal year is not the calendar year it ends in
     (its card, `card_of`), a column dated in that calendar year is dated in the fiscal year too
     ("July 29, 2023" is in FY2024 at Best Buy). A question that names a day ("October 30,
-    2022") meets the columns dated that day where there are any, not another date of its year."""
+    2022") meets the columns dated that day where there are any, not another date of its year,
+    and the sentences so (`_on_the_day`)."""
     years = periods(question)
     if not years:
         return [1.0] * len(sentences)
@@ -133,16 +134,24 @@ def _meet(
     cells_met = set(_closest_labels(question, named_row, cells, measure))
     worded = [weight(s.terms & measure) if s.cell is None else 0.0 for s in sentences]
     most = max(worded, default=0.0)
-    factors = []
+    texts_met = set()
     for i, s in enumerate(sentences):
-        if s.cell is not None:
-            meets = i in cells_met
-        else:
-            dated_text = bool(periods(s.text) & years and s.terms & measure)
-            dated_text = dated_text and bool(_FIGURE.search(_PERIOD_WORDS.sub(" ", s.text)))
-            meets = dated_text and worded[i] >= most - 1e-9
-        factors.append(_MEET if meets else 1.0)
-    return factors
+        dated_text = s.cell is None and bool(periods(s.text) & years and s.terms & measure)
+        dated_text = dated_text and bool(_FIGURE.search(_PERIOD_WORDS.sub(" ", s.text)))
+        if dated_text and worded[i] >= most - 1e-9:
+            texts_met.add(i)
+    texts_met = _on_the_day(days, sentences, texts_met)
+    return [_MEET if i in cells_met or i in texts_met else 1.0 for i in range(len(sentences))]
+
+
+def _on_the_day(days: set[tuple[str, int]], sentences: list[_Sentence], met: set[int]) -> set[int]:
+    """Of the sentences `met`, where one names a day the question names, those naming that day
+    or none: quarterly reports repeat a sentence with each quarter's date ("As of June 30, 2023,
+    we have $6.1 billion remaining"), and the one dated another day states another balance."""
+    named = {i: days_of_month(sentences[i].text) for i in met}
+    if not any(days & d for d in named.values()):
+        return met
+    return {i for i, d in named.items() if days & d or not d}
 
 
 _PARTS_OF_YEAR = {  # a filing's periods shorter than its year, by kind
@@ -181,16 +190,19 @@ def _closest_labels(
     it is under), of those the ones that say they are the whole ("Total revenue", where a
     segment's table has a "Revenue" row too), and of those the ones that add no "net" or
     "gross" the question does not ("Additions to property" is asked for, not "Net additions to
-    property")."""
+    property"), and of those the ones whose section says least besides the question ("Net
+    sales, AWS" is asked for, not "Net sales mix, AWS")."""
     asked = set(stems(question))
     said = asked | measure | _WHOLE | _QUALIFIERS
 
-    def rank(i: int) -> tuple[int, bool, int]:
+    def rank(i: int) -> tuple[int, bool, int, int]:
         cell = cells[i]
         own = cell.label.removeprefix(f"{cell.section}, ") if cell.section else cell.label
         label = set(stems(_PARENTHESES.sub(" ", own)))
-        return len(label - said), not label & _WHOLE, len(label & _QUALIFIERS - asked)
+        section = set(stems(_PARENTHESES.sub(" ", cell.section))) if cell.section else set()
+        extra = len(label - said), not label & _WHOLE, len(label & _QUALIFIERS - asked)
+        return (*extra, len(section - said))
 
     ranks = {i: rank(i) for i in found}
-    best = min(ranks.values(), default=(0, False, 0))
+    best = min(ranks.values(), default=(0, False, 0, 0))
     return [i for i in found if ranks[i] == best]
