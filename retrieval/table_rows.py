@@ -44,13 +44,11 @@ def is_period_row(text: str) -> bool:
 
 def heads_rows(text: str) -> bool:
     """A markdown row holding only its first cell, a period or a label ("2016", "Cost of
-    sales:", "Current assets"), not a unit: it dates or names the rows that follow."""
+    sales:"): it dates or names the rows that follow."""
     if not is_table_row(text):
         return False
     cells = split_row(text)
-    return (
-        len(cells) > 1 and bool(cells[0]) and not any(cells[1:]) and not is_unit_statement(cells[0])
-    )
+    return len(cells) > 1 and bool(cells[0]) and not any(cells[1:])
 
 
 def holds_a_period_alone(cells: list[str]) -> bool:

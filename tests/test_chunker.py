@@ -317,27 +317,6 @@ def test_a_group_label_row_goes_with_the_rows_it_names(count_tokens: Callable[[s
     assert [ln for c in chunks for ln in c.text.splitlines()[1:]] == rows
 
 
-def test_a_group_label_the_finder_read_into_the_header_is_not_repeated(
-    count_tokens: Callable[[str], int],
-) -> None:
-    """A balance sheet's finder takes "Assets" and "Current assets" into the header rows with
-    the dates: only the dates are repeated over each batch, the labels going with the rows they
-    name (they stood over the liabilities too)."""
-    b = Pages()
-    header = "| | February 2, 2019 | February 3, 2018 |"
-    labels = ["| Assets | | |", "| Current assets | | |"]
-    rows = [f"| Asset {i} | {i},000 | {i},500 |" for i in range(12)]
-    rows += ["| Liabilities | | |", *(f"| Liability {i} | {i},100 | {i},600 |" for i in range(12))]
-    cells = [TableCell(row=r, col=0, text=t, header=True) for r, t in enumerate("DAC")]
-    b.add(1, BlockType.table, [header, *labels, *rows], cells=cells)
-    chunks = chunk_document(b.document(), count_tokens=count_tokens, max_tokens=96)
-    assert len(chunks) > 2 and {c.kind for c in chunks} == {"table_rows"}
-    texts = [c.text.splitlines() for c in chunks]
-    assert texts[0][:3] == [header, *labels]
-    assert all(lines[0] == header and lines[1] not in labels for lines in texts[1:]), texts
-    assert [ln for lines in texts for ln in lines[1:]] == [*labels, *rows]
-
-
 @pytest.mark.parametrize("stub", ["", "(In millions)"])
 def test_the_years_under_a_tables_heading_are_repeated_with_it(
     count_tokens: Callable[[str], int], stub: str

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ocr_engine.geometry import union
 from ocr_engine.schema import Block, BlockType
 from retrieval.schema import BBox, Region
-from retrieval.table_rows import dates_columns, heads_rows
+from retrieval.table_rows import dates_columns, is_period_row
 
 __all__ = [
     "LINE_JOINED",
@@ -149,9 +149,8 @@ def continuation_pieces(
 
 def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
     """How many leading lines form the table header (header rows plus a markdown separator row),
-    less the rows closing it that hold only a year or a label ("2017" over that year's rows
-    dates them, and is not repeated over the rows of 2016; "Current assets" is not repeated over
-    the liabilities), and with the rows just under it that give the
+    less the rows closing it that hold only a year ("2017" over that year's rows dates them,
+    and is not repeated over the rows of 2016), and with the rows just under it that give the
     columns their years or dates only (the table finder takes "Three Months Ended December 31,"
     for the header and "2022 | 2021" for a row)."""
     header_rows = max((c.row + c.row_span for c in block.cells if c.header), default=1)
@@ -164,7 +163,7 @@ def header_lines(block: Block, pieces: Sequence[Piece]) -> int:
         n += 1
     else:
         return 0  # every line looks like header: repeat nothing
-    while n > 1 and heads_rows(pieces[n - 1].text):
+    while n > 1 and is_period_row(pieces[n - 1].text):
         n -= 1
     extra = 0  # "| | 2022 | 2021 |" under "Three Months Ended December 31,": the columns' years
     while n < len(pieces) - 1 and extra < _MAX_DATE_ROWS and dates_columns(pieces[n].text):
