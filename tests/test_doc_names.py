@@ -200,6 +200,9 @@ def test_a_quarter_or_a_form_the_question_names_breaks_ties() -> None:
     names = NamedDocuments(lambda: sources)
     question = "Did Best Buy's store count change between Q2 of FY2024 and FY2023?"
     assert names.match(question).doc_ids == ["b" * 64]
+    for quarter in ("the second quarter of fiscal year 2024", "the second quarter of fiscal 2024"):
+        asked = f"What was Best Buy's revenue in {quarter}?"  # as filings write it
+        assert names.match(asked).doc_ids == ["b" * 64], asked
     assert names.match("What was Best Buy's capex in its FY2024 10-K?").doc_ids == ["c" * 64]
 
 

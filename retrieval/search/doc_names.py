@@ -33,11 +33,12 @@ _WORD = re.compile(r"[A-Za-z0-9]+(?:[&'’][A-Za-z0-9]+)*")
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 _VERSION = re.compile(r"v\d+|rev\d+|draft\d*")  # `report final v2.pdf`: which copy, not which file
 _ORDINALS = ["first", "second", "third", "fourth"]
+_FISCAL_YEAR = r"(?:fiscal\s+(?:year\s+)?|FY\s?)?"  # "fiscal year 2024", "fiscal 2024", "FY2024"
 _QUARTER = re.compile(
-    r"\bQ(?P<q>[1-4])\s?(?:of\s+)?(?:FY\s?)?(?P<y>(?:19|20)\d\d)(?!\d)"
+    rf"\bQ(?P<q>[1-4])\s?(?:of\s+)?{_FISCAL_YEAR}(?P<y>(?:19|20)\d\d)(?!\d)"
     r"|(?<!\d)(?P<y2>(?:19|20)\d\d)\s?Q(?P<q2>[1-4])\b"
-    r"|\b(?P<word>first|second|third|fourth)\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?(?:fiscal\s+)?"
-    r"(?:FY\s?)?(?P<y3>(?:19|20)\d\d)(?!\d)",
+    r"|\b(?P<word>first|second|third|fourth)\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?"
+    rf"{_FISCAL_YEAR}(?P<y3>(?:19|20)\d\d)(?!\d)",
     re.I,
 )
 _FORMS = {r"\b10-?K\b|\bannual report": "annual", r"\b10-?Q\b|\bquarterly report": "quarterly"}
