@@ -5,28 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from doubles.builders import one_line_block, one_page_document
+from doubles.fakes import SameVector
 from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import BlockType
 from retrieval.answer import extractive_answer
 from retrieval.schema import Chunk, ScoredChunk
-
-
-class _SameVector:
-    """Every text the same vector: sentences are told apart by their words and dates alone."""
-
-    name, dim, max_tokens = "same", 2, 256
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.tile(np.array([1.0, 0.0], dtype=np.float32), (len(texts), 1))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return np.array([1.0, 0.0], dtype=np.float32)
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
 
 def _report(name: str, text: str) -> Chunk:
@@ -48,7 +32,7 @@ REPORTS = [
 
 def _answer(question: str, chunks: Sequence[Chunk]) -> str:
     hits = [ScoredChunk(chunk=chunk, score=0.9) for chunk in chunks]
-    answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
+    answer = extractive_answer(question, hits, embedder=SameVector(), max_sentences=1)
     assert answer.text is not None
     return answer.text
 

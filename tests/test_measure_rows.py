@@ -11,6 +11,7 @@ from functools import cache
 import numpy as np
 
 from doubles.builders import one_line_block, one_page_document, table_block
+from doubles.fakes import SameVector
 from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import BlockType
 from retrieval.answer import AnswerOptions, Lookups, Scope, extractive_answer
@@ -232,21 +233,6 @@ CASH_FLOWS = _table(
 )
 
 
-class _SameVector:
-    """Every text the same vector: the sentences are ordered by their words alone."""
-
-    name, dim, max_tokens = "same", 2, 256
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.tile(np.array([1.0, 0.0], dtype=np.float32), (len(texts), 1))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return np.array([1.0, 0.0], dtype=np.float32)
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-
 QUALIFIED = _table(
     "Condensed Consolidated Statements",
     ["", "2023", "2022"],
@@ -396,7 +382,7 @@ def test_a_total_row_counts_what_its_column_names() -> None:
         assert answer.startswith("Total, Fiscal 2024 Stores at End of Quarter: 969"), answer
 
 
-class _YearAlike(_SameVector):
+class _YearAlike(SameVector):
     """Texts of 2022 nearer the question than the rest: an embedding that favours the wrong year."""
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -439,7 +425,7 @@ def test_of_rows_naming_the_measure_alike_the_one_saying_least_else_is_met() -> 
     )
     question = "What is Cash and cash equivalents for the fiscal year ending January 28, 2023?"
     hits = [ScoredChunk(chunk=c, score=0.9) for c in (changes, note)]
-    answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
+    answer = extractive_answer(question, hits, embedder=SameVector(), max_sentences=1)
     assert answer.text is not None
     assert answer.text.startswith("Cash and cash equivalents, January 28, 2023: $ 1,874")
 
@@ -469,7 +455,7 @@ def test_a_date_the_question_names_is_no_measure_and_a_total_row_is_the_whole() 
     )
     question = "What was Best Buy's revenue for the three months ended July 29, 2023?"
     hits = [ScoredChunk(chunk=c, score=0.9) for c in (charges, segment, note)]
-    answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
+    answer = extractive_answer(question, hits, embedder=SameVector(), max_sentences=1)
     assert answer.text is not None
     assert answer.text.startswith("Total revenue, Three Months Ended July 29, 2023: $ 9,583")
 
@@ -555,6 +541,6 @@ def test_a_rows_own_label_not_its_section_and_no_qualifier_unasked_is_closest() 
         "What were additions to property, plant and equipment in the first six months of 2023?"
     )
     hits = [ScoredChunk(chunk=c, score=0.9) for c in (estimate, reconciliation, statement)]
-    answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
+    answer = extractive_answer(question, hits, embedder=SameVector(), max_sentences=1)
     assert answer.text is not None
     assert "(13,301)" in answer.text, answer.text

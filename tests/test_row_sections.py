@@ -5,28 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from doubles.builders import one_line_block, one_page_document, table_block
+from doubles.fakes import SameVector
 from ingest.pipeline.chunker import chunk_document
 from ocr_engine.schema import BlockType
 from retrieval.answer import extractive_answer
 from retrieval.schema import Chunk, ScoredChunk
-
-
-class _SameVector:
-    """Every text the same vector: the rows are told apart by their words alone."""
-
-    name, dim, max_tokens = "same", 2, 256
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.tile(np.array([1.0, 0.0], dtype=np.float32), (len(texts), 1))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return np.array([1.0, 0.0], dtype=np.float32)
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
 
 def _segments(groups: Sequence[str]) -> Chunk:
@@ -49,6 +33,6 @@ def test_the_group_saying_least_besides_the_question_is_met() -> None:
     question = "How much did Cloud contribute to net sales in 2023?"
     for groups in (["Net sales mix:", "Net sales:"], ["Net sales:", "Net sales mix:"]):
         hits = [ScoredChunk(chunk=_segments(groups), score=0.9)]
-        answer = extractive_answer(question, hits, embedder=_SameVector(), max_sentences=1)
+        answer = extractive_answer(question, hits, embedder=SameVector(), max_sentences=1)
         assert answer.text is not None
         assert answer.text.startswith("Net sales, Cloud, 2023: 22,140"), (groups, answer.text)
