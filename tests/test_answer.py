@@ -259,10 +259,13 @@ def test_an_embedder_ranks_the_candidate_sentences_again_by_meaning() -> None:
     by_meaning = extractive_answer(question, hits, embedder=embedder)
     assert by_meaning.citations[0].quote == "Our customers are airlines and the government."
     assert by_meaning.text.startswith("Our customers are airlines and the government. [1]")
-    # each candidate is embedded after its section heading; the sentence without the question's
-    # terms is below the floor, however alike in meaning
+    # each candidate is embedded after its section heading (and after the sentence before it in
+    # its paragraph); the sentence without the question's terms is below the floor, however alike
+    # in meaning
     assert sorted(embedder.embedded) == [
         "Customers: No customer must exercise its options.",
+        "Customers: No customer must exercise its options. Our customers are airlines and the"
+        " government.",
         "Customers: Our customers are airlines and the government.",
     ]
     assert all("We sell" not in c.quote for c in by_meaning.citations)

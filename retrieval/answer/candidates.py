@@ -50,6 +50,9 @@ class _Sentence:
     heads: BBox | None = None
     """For a heading over a figure or table: its box (what the citation boxes; a table's rows are
     what it quotes)."""
+    lead: str = ""
+    """The sentence before this one in its paragraph, which it may go on from ("The panel is
+    managed by Ipsos" after the one that names the panel)."""
 
 
 def _candidates(
@@ -63,13 +66,17 @@ def _candidates(
         chunk = hit.chunk
         text = chunk.text
         rows = [ln for ln in chunk.lines if is_table_row(text[ln.start : ln.end])] if cells else []
+        before: tuple[int, str] | None = None  # the last sentence's end and words
         for start, end in _whole_sentences(text):
+            shown = said(text[start:end])
+            lead = before[1] if before and "\n\n" not in text[before[0] : start] else ""
+            before = None if is_table_row(shown) else (end, shown)
             if (low or high) and not _on_pages(chunk, start, end, low, high):
                 continue
             if any(ln.start < end and ln.end > start for ln in rows):
                 continue
-            shown = said(text[start:end])
-            sentences.append(_Sentence(index, start, end, shown, frozenset(stems(shown))))
+            terms = frozenset(stems(shown))
+            sentences.append(_Sentence(index, start, end, shown, terms, lead=lead))
         for cell in table_cells(chunk) if rows else []:
             line = chunk.lines[cell.line]
             if (low or high) and not _on_pages(chunk, line.start, line.end, low, high):
@@ -108,12 +115,21 @@ def _in_context(chunk: Chunk, text: str) -> str:
     return f"{chunk.section_path[-1]}: {opening}" if chunk.section_path else opening
 
 
+def _dense_texts(chunk: Chunk, sentence: _Sentence) -> list[str]:
+    """What the embedder reads for a candidate: its text, and with the sentence before it in its
+    paragraph, as it may go on from it."""
+    texts = [_in_context(chunk, sentence.text)]
+    if sentence.lead:
+        texts.append(_in_context(chunk, f"{sentence.lead} {sentence.text}"))
+    return texts
+
+
 def answer_texts(chunk: Chunk) -> list[str]:
     """Every text an answer may embed for `chunk` (each candidate sentence and table cell, led by
     its section heading, and the heading itself), once: what ingest can embed ahead of the
     queries."""
     hit = [ScoredChunk(chunk=chunk, score=1.0)]
-    texts = [_in_context(chunk, s.text) for s in _candidates(hit)]
+    texts = [t for s in _candidates(hit) for t in _dense_texts(chunk, s)]
     return list(dict.fromkeys([*texts, *chunk.section_path[-1:]]))
 
 

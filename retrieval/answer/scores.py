@@ -14,7 +14,7 @@ from retrieval.text_terms import stems
 if TYPE_CHECKING:
     from retrieval.index.embedder import Embedder
 
-from retrieval.answer.candidates import _in_context, _Sentence
+from retrieval.answer.candidates import _dense_texts, _Sentence
 
 MIN_SUPPORT = 0.35  # below this best-candidate cosine nothing answers: calibrated on `tune` (docs)
 # the same floor for other embedders, whose cosines spread otherwise: each calibrated on `tune` to
@@ -31,6 +31,10 @@ _DENSE_FLOOR = 0.3
 
 
 _DENSE_KEEP = 0.8
+
+# a sentence read after the one before it is scored this much below its likeness: its own words
+# go first (chosen on `tune`: 0 and 0.03 tried, docs/experiments.md)
+_LEAD_MARGIN = 0.03
 
 
 def _rank(
@@ -72,11 +76,14 @@ def _dense(
     meet: Sequence[float] = (),
 ) -> tuple[list[float], float]:
     """The `pool` best sentences by `lexical`, down to 0.3 times the best, scored again by the
-    similarity of their text, led by their section heading, to the question; the others score 0.
+    similarity of their text, led by their section heading, to the question (a sentence's text
+    alone, or after the one before it in its paragraph less `_LEAD_MARGIN`, whichever is more
+    like it: what it goes on from may be what the question names); the others score 0.
     (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
     rare terms, such as a name.) Table cells have a pool of their own, half as large, so that the
     many cells of a table do not crowd the sentences out; a cell where measure and period `meet`
-    is scored whatever its rank. Also the best similarity (0.0 for no sentence)."""
+    is scored whatever its rank. Also the best similarity of a candidate's own text (0.0 for no
+    sentence)."""
     floor = _DENSE_FLOOR * max(lexical, default=0.0)
     ranked = sorted(range(len(sentences)), key=lambda i: -lexical[i])
     texts_first = [i for i in ranked if sentences[i].cell is None][:pool]
@@ -87,12 +94,17 @@ def _dense(
     order += [i for i in meeting if i not in order]
     if not order:
         return [0.0] * len(sentences), 0.0
-    texts = [_in_context(hits[sentences[i].hit].chunk, sentences[i].text) for i in order]
-    similarity = embedder.embed_documents(texts) @ embedder.embed_query(question)
+    read = [
+        (i, k, text)
+        for i in order
+        for k, text in enumerate(_dense_texts(hits[sentences[i].hit].chunk, sentences[i]))
+    ]
+    similarity = embedder.embed_documents([t for _, _, t in read]) @ embedder.embed_query(question)
     scores = [0.0] * len(sentences)
-    for i, value in zip(order, similarity, strict=True):
-        scores[i] = max(float(value), 1e-6)
-    return scores, float(max(similarity))
+    for (i, k, _), value in zip(read, similarity, strict=True):
+        scores[i] = max(scores[i], float(value) - k * _LEAD_MARGIN, 1e-6)
+    own = [float(v) for (_, k, _), v in zip(read, similarity, strict=True) if k == 0]
+    return scores, max(own)
 
 
 def _writes(text: str, names: Sequence[str]) -> bool:

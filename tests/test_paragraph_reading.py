@@ -1,0 +1,81 @@
+"""A sentence is read with the one before it in its paragraph: what it goes on from may be what
+the question names ("The panel is managed by …" after the sentence that names the panel)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from retrieval.answer import answer_texts, extractive_answer
+from retrieval.schema import Chunk, ScoredChunk
+from tests.test_answer import make_chunk
+
+NAMES = "The Harbor Survey panel was recruited in 2019 from households across the city."
+MANAGER = "The panel is managed by Ipsum Field Services."
+OTHER = "Field services were extended in 2021 by the city council."
+
+
+class TopicEmbedder:
+    """Vectors over a few topic words: similarity is shared topics; records what it embeds."""
+
+    TOPICS = ("harbor", "survey", "panel", "manag")
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return "topics"
+
+    @property
+    def dim(self) -> int:
+        return len(self.TOPICS)
+
+    @property
+    def max_tokens(self) -> int:
+        return 256
+
+    def _vector(self, text: str) -> np.ndarray:
+        words = re.findall(r"[a-z]+", text.lower())
+        vector = np.array([float(any(w.startswith(t) for w in words)) for t in self.TOPICS])
+        norm = np.linalg.norm(vector)
+        return (vector / norm if norm else vector).astype(np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        return np.array([self._vector(t) for t in texts], dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def _chunk() -> Chunk:
+    return make_chunk("c0000", [(2, f"{NAMES} {MANAGER}"), (2, OTHER)], joiner="\n\n")
+
+
+def test_a_sentence_that_goes_on_from_the_one_naming_the_subject_answers() -> None:
+    embedder = TopicEmbedder()
+    hits = [ScoredChunk(chunk=_chunk(), score=0.9)]
+    answer = extractive_answer("Who manages the Harbor Survey panel?", hits, embedder=embedder)
+    assert answer.citations[0].quote == MANAGER, answer.text
+    # read alone and after the sentence before it; the first sentence of a paragraph alone
+    assert f"{NAMES} {MANAGER}" in embedder.embedded
+    assert not any(t.endswith(f"{MANAGER} {OTHER}") for t in embedder.embedded)
+    # what the answer embeds is what ingest and the idle fill embed ahead
+    assert set(embedder.embedded) <= set(answer_texts(_chunk()))
+
+
+def test_a_sentence_alone_as_like_the_question_goes_first() -> None:
+    """Read with the sentence before it, a sentence is a little less like the question than the
+    same likeness alone: the sentence that says it all itself is cited."""
+    embedder = TopicEmbedder()
+    says_all = "The Harbor Survey panel is managed by Ipsum Field Services."
+    chunk = make_chunk("c0001", [(2, f"{NAMES} {says_all}")])
+    hits = [ScoredChunk(chunk=chunk, score=0.9)]
+    answer = extractive_answer("Who manages the Harbor Survey panel?", hits, embedder=embedder)
+    assert answer.citations[0].quote == says_all, answer.text
