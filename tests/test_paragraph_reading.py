@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from retrieval.answer import answer_texts, extractive_answer
+from retrieval.answer import AnswerOptions, answer_texts, extractive_answer
 from retrieval.schema import Chunk, ScoredChunk
 from tests.test_answer import make_chunk
 
@@ -79,3 +79,24 @@ def test_a_sentence_alone_as_like_the_question_goes_first() -> None:
     hits = [ScoredChunk(chunk=chunk, score=0.9)]
     answer = extractive_answer("Who manages the Harbor Survey panel?", hits, embedder=embedder)
     assert answer.citations[0].quote == says_all, answer.text
+
+
+def test_only_the_best_half_of_the_pool_is_read_after_its_lead() -> None:
+    """The pairs cost an embedding each: only the half of the pool best by the question's terms
+    is read after the sentence before it."""
+    embedder = TopicEmbedder()
+    lines = [
+        f"The Harbor Survey panel met in {2000 + n}. The panel is managed by firm {n}."
+        for n in range(4)
+    ]
+    chunk = make_chunk("c0002", [(2, line) for line in lines])
+    hits = [ScoredChunk(chunk=chunk, score=0.9)]
+    extractive_answer(
+        "Who manages the Harbor Survey panel?",
+        hits,
+        embedder=embedder,
+        options=AnswerOptions(dense_pool=4),
+    )
+    singles = [t for t in embedder.embedded if t.count(".") == 1]
+    pairs = [t for t in embedder.embedded if t.count(".") == 2]
+    assert len(singles) == 4 and len(pairs) == 2, embedder.embedded

@@ -77,8 +77,9 @@ def _dense(
 ) -> tuple[list[float], float]:
     """The `pool` best sentences by `lexical`, down to 0.3 times the best, scored again by the
     similarity of their text, led by their section heading, to the question (a sentence's text
-    alone, or after the one before it in its paragraph less `_LEAD_MARGIN`, whichever is more
-    like it: what it goes on from may be what the question names); the others score 0.
+    alone, or for the half of the pool best by terms after the one before it in its paragraph
+    less `_LEAD_MARGIN`, whichever is more like it: what it goes on from may be what the question
+    names); the others score 0.
     (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
     rare terms, such as a name.) Table cells have a pool of their own, half as large, so that the
     many cells of a table do not crowd the sentences out; a cell where measure and period `meet`
@@ -94,10 +95,12 @@ def _dense(
     order += [i for i in meeting if i not in order]
     if not order:
         return [0.0] * len(sentences), 0.0
+    paired = set([i for i in order if sentences[i].lead][: max(1, pool // 2)])
     read = [
         (i, k, text)
         for i in order
         for k, text in enumerate(_dense_texts(hits[sentences[i].hit].chunk, sentences[i]))
+        if k == 0 or i in paired
     ]
     similarity = embedder.embed_documents([t for _, _, t in read]) @ embedder.embed_query(question)
     scores = [0.0] * len(sentences)
