@@ -7,6 +7,7 @@ vector, L2-normalised, so texts that share words are near. No model is loaded.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Sequence
 
@@ -72,6 +73,35 @@ class SameVector:
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.array([1.0, 0.0], dtype=np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+class VocabularyEmbedder:
+    """Vectors over a fixed vocabulary (a word counts where it starts with one of its stems):
+    similarity is shared vocabulary; records every text it embeds."""
+
+    max_tokens = 256
+
+    def __init__(self, vocabulary: Sequence[str], name: str = "vocabulary") -> None:
+        self.vocabulary = tuple(vocabulary)
+        self.name = name
+        self.dim = len(self.vocabulary)
+        self.embedded: list[str] = []
+
+    def _vector(self, text: str, synonyms: dict[str, str] | None = None) -> np.ndarray:
+        words = [(synonyms or {}).get(w, w) for w in re.findall(r"[a-z]+", text.lower())]
+        vector = np.array([float(any(w.startswith(v) for w in words)) for v in self.vocabulary])
+        norm = np.linalg.norm(vector)
+        return (vector / norm if norm else vector).astype(np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        return np.array([self._vector(t) for t in texts], dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 import numpy as np
 
+from doubles.fakes import VocabularyEmbedder
 from ocr_engine.char_widths import char_starts
 from retrieval.answer import (
     AnswerOptions,
@@ -202,42 +202,15 @@ def test_numbers_weigh_in_the_choice() -> None:
     assert answer.text.startswith("Revenue in 2022 was 11 million.")
 
 
-class KeywordEmbedder:
-    """Vectors over a fixed vocabulary: similarity is shared keywords; records what it embeds."""
-
-    VOCABULARY = ("customer", "airline", "government", "service")
+class KeywordEmbedder(VocabularyEmbedder):
+    """Similarity is shared keywords; the question's "customers" means the airlines and the
+    government."""
 
     def __init__(self) -> None:
-        self.embedded: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return "keywords"
-
-    @property
-    def dim(self) -> int:
-        return len(self.VOCABULARY)
-
-    @property
-    def max_tokens(self) -> int:
-        return 256
-
-    def _vector(self, text: str, synonyms: dict[str, str]) -> np.ndarray:
-        words = [synonyms.get(w, w) for w in re.findall(r"[a-z]+", text.lower())]
-        vector = np.array([float(any(w.startswith(v) for w in words)) for v in self.VOCABULARY])
-        norm = np.linalg.norm(vector)
-        return (vector / norm if norm else vector).astype(np.float32)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.embedded.extend(texts)
-        return np.array([self._vector(t, {}) for t in texts], dtype=np.float32)
+        super().__init__(("customer", "airline", "government", "service"), name="keywords")
 
     def embed_query(self, text: str) -> np.ndarray:
-        # the question's "customers" means the airlines and the government
         return self._vector(text + " airline government", {"customers": "x"})
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
 
 CUSTOMERS = make_chunk(

@@ -3,11 +3,7 @@ the question names ("The panel is managed by …" after the sentence that names 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-
-import numpy as np
-
+from doubles.fakes import VocabularyEmbedder
 from retrieval.answer import AnswerOptions, answer_texts, extractive_answer
 from retrieval.schema import Chunk, ScoredChunk
 from tests.test_answer import make_chunk
@@ -17,41 +13,9 @@ MANAGER = "The panel is managed by Ipsum Field Services."
 OTHER = "Field services were extended in 2021 by the city council."
 
 
-class TopicEmbedder:
-    """Vectors over a few topic words: similarity is shared topics; records what it embeds."""
-
-    TOPICS = ("harbor", "survey", "panel", "manag")
-
-    def __init__(self) -> None:
-        self.embedded: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return "topics"
-
-    @property
-    def dim(self) -> int:
-        return len(self.TOPICS)
-
-    @property
-    def max_tokens(self) -> int:
-        return 256
-
-    def _vector(self, text: str) -> np.ndarray:
-        words = re.findall(r"[a-z]+", text.lower())
-        vector = np.array([float(any(w.startswith(t) for w in words)) for t in self.TOPICS])
-        norm = np.linalg.norm(vector)
-        return (vector / norm if norm else vector).astype(np.float32)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.embedded.extend(texts)
-        return np.array([self._vector(t) for t in texts], dtype=np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
+def topic_embedder() -> VocabularyEmbedder:
+    """Similarity is shared topics: the place, the survey, the panel, its management."""
+    return VocabularyEmbedder(("harbor", "survey", "panel", "manag"), name="topics")
 
 
 def _chunk() -> Chunk:
@@ -59,7 +23,7 @@ def _chunk() -> Chunk:
 
 
 def test_a_sentence_that_goes_on_from_the_one_naming_the_subject_answers() -> None:
-    embedder = TopicEmbedder()
+    embedder = topic_embedder()
     hits = [ScoredChunk(chunk=_chunk(), score=0.9)]
     answer = extractive_answer("Who manages the Harbor Survey panel?", hits, embedder=embedder)
     assert answer.citations[0].quote == MANAGER, answer.text
@@ -73,7 +37,7 @@ def test_a_sentence_that_goes_on_from_the_one_naming_the_subject_answers() -> No
 def test_a_sentence_alone_as_like_the_question_goes_first() -> None:
     """Read with the sentence before it, a sentence is a little less like the question than the
     same likeness alone: the sentence that says it all itself is cited."""
-    embedder = TopicEmbedder()
+    embedder = topic_embedder()
     says_all = "The Harbor Survey panel is managed by Ipsum Field Services."
     chunk = make_chunk("c0001", [(2, f"{NAMES} {says_all}")])
     hits = [ScoredChunk(chunk=chunk, score=0.9)]
@@ -84,7 +48,7 @@ def test_a_sentence_alone_as_like_the_question_goes_first() -> None:
 def test_only_the_best_half_of_the_pool_is_read_after_its_lead() -> None:
     """The pairs cost an embedding each: only the half of the pool best by the question's terms
     is read after the sentence before it."""
-    embedder = TopicEmbedder()
+    embedder = topic_embedder()
     lines = [
         f"The Harbor Survey panel met in {2000 + n}. The panel is managed by firm {n}."
         for n in range(4)
