@@ -40,13 +40,16 @@ from tests.test_work_queue import (
     redis_url,
 )
 
-__all__ = ["Coordinator", "fresh_worker", "generated_folder", "redis_url"]
+__all__ = ["LONG_PAGES", "Coordinator", "fresh_worker", "generated_folder", "redis_url"]
 
 EMBED_DIM = 64
+# the pages of generated_folder's long report: enough two-page units that a worker is caught
+# holding one of them, though each takes a few milliseconds
+LONG_PAGES = {("long.pdf", n) for n in range(1, 42)}
 
 
 def generated_folder(root: Path) -> Path:
-    """A few generated PDFs: two short documents of facts and a 16-page report."""
+    """A few generated PDFs: two short documents of facts and a long report (LONG_PAGES)."""
     folder = root / "in"
     folder.mkdir()
     for name, (title, sections) in FACTS.items():
@@ -54,7 +57,9 @@ def generated_folder(root: Path) -> Path:
     sections = [
         (f"Section {i}", f"Revenue of unit {i} was {i * 7} million dollars.") for i in (1, 2)
     ]
-    (folder / "long.pdf").write_bytes(fact_pdf("Long report", sections, filler_pages=15))
+    (folder / "long.pdf").write_bytes(
+        fact_pdf("Long report", sections, filler_pages=len(LONG_PAGES) - 1)
+    )
     return folder
 
 
@@ -126,7 +131,6 @@ def test_two_workers_without_a_data_dir_one_killed_give_the_points_of_an_embedde
     assert isinstance(extractor, QueueExtractor)
     logs = [tmp_path / f"worker{i}.log" for i in (1, 2)]
     workers = [fresh_worker(tmp_path / f"w{i}", redis_url, log) for i, log in enumerate(logs)]
-    long_pages = {("long.pdf", n) for n in range(1, 17)}
     results: list[object] = []
     try:
         with _served(coordinator, sock):
@@ -135,7 +139,7 @@ def test_two_workers_without_a_data_dir_one_killed_give_the_points_of_an_embedde
             )
             run.start()
             killed, unfinished = _stop_mid_unit(
-                workers, logs, long_pages, lambda: True, alone=False
+                workers, logs, LONG_PAGES, lambda: True, alone=False
             )
             left = _children(workers[killed].pid)
             workers[killed].send_signal(signal.SIGKILL)

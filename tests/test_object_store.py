@@ -28,7 +28,7 @@ from ingest.queue.object_store import ObjectStoreError
 from ingest.queue.work_queue import QueueExtractor
 from server.services import build_services
 from tests.pdfgen import FACTS, fact_pdf
-from tests.test_doc_bytes import EMBED_DIM, fresh_worker, generated_folder
+from tests.test_doc_bytes import EMBED_DIM, LONG_PAGES, fresh_worker, generated_folder
 from tests.test_work_queue import (
     HEARTBEAT_S,
     _left_unread,
@@ -153,14 +153,13 @@ def test_two_workers_read_from_the_object_store_one_killed(
     assert isinstance(coordinator.ingestor.extractor, QueueExtractor)
     logs = [tmp_path / f"worker{i}.log" for i in (1, 2)]
     workers = [fresh_worker(tmp_path / f"w{i}", redis_url, log, **s3) for i, log in enumerate(logs)]
-    long_pages = {("long.pdf", n) for n in range(1, 17)}
     results: list[Any] = []
     try:
         run = threading.Thread(
             target=lambda: results.extend(coordinator.sync.ingest_paths([folder]))
         )
         run.start()
-        killed, unfinished = _stop_mid_unit(workers, logs, long_pages, lambda: True, alone=False)
+        killed, unfinished = _stop_mid_unit(workers, logs, LONG_PAGES, lambda: True, alone=False)
         workers[killed].send_signal(signal.SIGKILL)
         run.join(120)
         assert not run.is_alive(), "the run did not end after a worker was killed"

@@ -175,7 +175,7 @@ def _stop_mid_unit(
                 proc.send_signal(signal.SIGCONT)
         if caught:
             return holding[0], set(held[holding[0]])
-        time.sleep(0.01)
+        time.sleep(0.002)  # a text-layer unit takes a few milliseconds: look more often
     raise AssertionError(f"no worker was caught alone reading one of {sorted(pages)}")
 
 
