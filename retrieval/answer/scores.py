@@ -106,8 +106,20 @@ def _dense(
     scores = [0.0] * len(sentences)
     for (i, k, _), value in zip(read, similarity, strict=True):
         scores[i] = max(scores[i], float(value) - k * _LEAD_MARGIN, 1e-6)
-    own = [float(v) for (_, k, _), v in zip(read, similarity, strict=True) if k == 0]
-    return scores, max(own)
+    asked = frozenset(stems(question))
+    own = [
+        float(v)
+        for (i, k, _), v in zip(read, similarity, strict=True)
+        if k == 0 and not _echoes(sentences[i], asked)
+    ]
+    return scores, max(own, default=0.0)
+
+
+def _echoes(sentence: _Sentence, asked: frozenset[str]) -> bool:
+    """Whether a candidate writes no word or figure that the question (`asked`, its stems) does
+    not: a heading or label that repeats the question ("Soft launch" for "… in the soft launch?")
+    is as like it as can be and tells the asker nothing, so it is no support for an answer."""
+    return bool(sentence.terms) and sentence.terms <= asked
 
 
 def _writes(text: str, names: Sequence[str]) -> bool:
