@@ -22,9 +22,11 @@ CJK_SPACING = re.compile(rf"(?<=[{CJK_CHARS}])[ \t\u3000]+(?=[{CJK_CHARS}])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # a form's check box after its short word ends the question it answers ("… shell company. Yes ☐
 # No ☒ 15,634,232,000 shares …"), unless another word and box follow; a box before its label
-# ("☒ QUARTERLY REPORT") starts a sentence
+# ("☒ QUARTERLY REPORT") starts a sentence; a stop's reference marks end its sentence with it
+# ("… lasts one year.[26] Larger …")
 _BOUNDARY = re.compile(
-    r"(?P<end>[.!?][\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9]|[☐☑☒])|(?P<cjk>[。！？])|\n+"
+    r"(?P<end>[.!?][\"'”’)\]]*(?:\[\d{1,3}(?:[,–-] ?\d{1,3})*\])*)"
+    r"\s+(?=[\"'“‘(\[]?[A-Z0-9]|[☐☑☒])|(?P<cjk>[。！？])|\n+"
     r"|(?P<box>(?<!\S)[^\W\d_]{1,4}[ \t]+[☐☑☒])[ \t]+(?![^\W\d_]{1,4}[ \t]+[☐☑☒])"
     r"(?=[\"'“‘(\[]?[A-Z0-9])"
 )
