@@ -36,3 +36,12 @@ def test_the_sentence_that_adds_what_was_asked_supports_the_answer() -> None:
     )
     assert answer.text is not None and answer.citations[0].quote == ANSWER, answer.text
     assert answer.support is not None and answer.support > 0.9
+
+
+def test_a_question_that_quotes_a_sentence_whole_is_answered_by_it() -> None:
+    """A user looking for a passage writes it out: the sentence that holds every word of the
+    question is what was asked for, not an echo."""
+    quoted = "The Harbor Survey soft launch reminder"
+    chunk = make_chunk("c0002", [(3, f"{quoted}."), (3, UNRELATED)], joiner="\n")
+    answer = extractive_answer(quoted, [ScoredChunk(chunk=chunk, score=0.9)], embedder=_embedder())
+    assert answer.text is not None and answer.citations[0].quote == f"{quoted}.", answer.text

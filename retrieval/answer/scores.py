@@ -116,10 +116,12 @@ def _dense(
 
 
 def _echoes(sentence: _Sentence, asked: frozenset[str]) -> bool:
-    """Whether a candidate writes no word or figure that the question (`asked`, its stems) does
-    not: a heading or label that repeats the question ("Soft launch" for "… in the soft launch?")
-    is as like it as can be and tells the asker nothing, so it is no support for an answer."""
-    return bool(sentence.terms) and sentence.terms <= asked
+    """Whether a candidate writes only some of the question's words and figures (`asked`, its
+    stems) and nothing else: a heading or label that repeats part of the question ("Soft launch"
+    for "… in the soft launch?") is as like it as can be and tells the asker nothing, so it is no
+    support for an answer. A sentence that holds every word of the question is the passage the
+    question quotes ("Kelud volcano erupted in February 2014 …"), and supports it."""
+    return bool(sentence.terms) and sentence.terms < asked
 
 
 def _writes(text: str, names: Sequence[str]) -> bool:
