@@ -1,5 +1,6 @@
-"""A candidate that writes nothing the question does not (a heading or label repeating it) is no
-support for an answer: the documents that hold only an echo of the question are "not found"."""
+"""A candidate that writes only part of the question and nothing else (a heading or label
+repeating it) is no support for an answer: the documents that hold only an echo of the question
+are "not found"; a sentence that holds the whole question is the passage it quotes."""
 
 from __future__ import annotations
 
