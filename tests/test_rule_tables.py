@@ -86,6 +86,18 @@ def test_a_table_ruled_between_groups_of_rows_reads_a_row_per_group() -> None:
     assert _row_of(table, "Quarry Hill")[2] == "mm micrometres"
 
 
+def test_headings_that_number_what_they_name_head_a_table() -> None:
+    """ "Rung 1", "Layer 2": a word's number is a heading's, not a row of figures."""
+    doc, page = _headed_page(("Measure", "Rung 1", "Rung 2", "Rung 3"))
+    rows = [("Samples", "3,160", "3,160", "3,792"), ("Words per sample", "73.4", "77.0", "90.4")]
+    for i, cells in enumerate(rows):
+        _row(page, 130 + i * LINE, dict(enumerate(cells)))
+    _rule(page, 130 + LINE + 6)
+    [table] = _tables(_read(doc))
+    assert _row_of(table, "Samples") == {0: "Samples", 1: "3,160", 2: "3,160", 3: "3,792"}
+    assert _row_of(table, "Words per sample")[3] == "90.4"
+
+
 def test_a_table_with_three_rules_reads_a_row_per_labelled_line() -> None:
     doc, page = _headed_page(("Bridge", "River", "Opened", "Span"))
     spans = [

@@ -231,12 +231,17 @@ def _rows_go_on_outside(body: list[list[Word]], words: Sequence[Word], rule: Rul
 
 
 def _headed(table: FoundTable) -> bool:
-    """Whether the first row heads columns: two cells or more, each a few words and no figure (a
-    line of code or prose between rules fills one cell or runs long; a statement's rules under
-    its totals put rows of figures first)."""
-    heads = [c.text for c in table.cells if c.row == 0 and c.text]
-    short = all(len(h.split()) <= MAX_HEAD_WORDS for h in heads)
-    return len(heads) >= 2 and short and not any(_figure(t) for h in heads for t in h.split())
+    """Whether the first row heads columns: two cells or more, each a few words and no figure but
+    a word's number ("Rung 1", "Layer 2") (a line of code or prose between rules fills one cell
+    or runs long; a statement's rules under its totals put rows of figures first)."""
+    heads = [c.text.split() for c in table.cells if c.row == 0 and c.text]
+    short = all(len(h) <= MAX_HEAD_WORDS for h in heads)
+    figures = any(
+        _figure(t) and not (i and t.isdigit() and len(t) <= 2 and h[i - 1].isalpha())
+        for h in heads
+        for i, t in enumerate(h)
+    )
+    return len(heads) >= 2 and short and not figures
 
 
 def find_rule_tables(
