@@ -1,5 +1,6 @@
 """Tables ruled across their rows alone (top, header and bottom rules, a rule between groups of
-rows), on pages made in the test and read by the text-layer engine."""
+rows) or between their columns alone, on pages made in the test and read by the text-layer
+engine."""
 
 from __future__ import annotations
 
@@ -96,6 +97,24 @@ def test_headings_that_number_what_they_name_head_a_table() -> None:
     [table] = _tables(_read(doc))
     assert _row_of(table, "Samples") == {0: "Samples", 1: "3,160", 2: "3,160", 3: "3,792"}
     assert _row_of(table, "Words per sample")[3] == "90.4"
+
+
+def test_a_table_ruled_between_its_columns_alone_reads_a_row_per_line() -> None:
+    """A box, rules between the columns and under the headings, none between the rows: the
+    finder reads the body as one tall row; each line of figures is a row of its own."""
+    doc, page = _headed_page(("Month", "High", "Low", "Close"))
+    months = [("April", "390.00", "340.00", "352.10"), ("May", "397.00", "320.00", "330.45")]
+    months += [("June", "395.00", "369.00", "371.20"), ("July", "420.00", "350.00", "415.00")]
+    for i, cells in enumerate(months):
+        _row(page, 130 + i * LINE, dict(enumerate(cells)))
+    bottom = 130 + 3 * LINE + 6
+    _rule(page, bottom)
+    for x in (LEFT, *COLUMNS[1:], RIGHT):
+        page.draw_line((x - 2 if x != LEFT else x, 100), (x - 2 if x != LEFT else x, bottom))
+    [table] = _tables(_read(doc))
+    assert _row_of(table, "June") == {0: "June", 1: "395.00", 2: "369.00", 3: "371.20"}
+    assert _row_of(table, "April")[3] == "352.10"
+    assert len({c.row for c in table.cells or []}) == 5
 
 
 def test_a_table_with_three_rules_reads_a_row_per_labelled_line() -> None:

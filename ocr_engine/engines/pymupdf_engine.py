@@ -60,8 +60,9 @@ ENGINE_NAME = "pymupdf"
 # 13: a label alone over the labels ("Revenue:") between the headings and the figures does not
 # part them either; 14: a table printed in parts (a statement going on under "Cost of sales:"
 # after a wider gap) is one table (`table_parts`); 15: a table ruled across its rows alone may
-# number what its headings name ("Rung 1").
-TEXT_LAYER_VERSION = "15"
+# number what its headings name ("Rung 1"); 16: a table ruled between its columns alone reads a
+# row per line of figures (`unstacked_rows`).
+TEXT_LAYER_VERSION = "16"
 FIGURE_MIN_SHARE = 0.08  # a raster figure worth OCR covers this share of the page at least
 FIGURE_MIN_PIXELS = 150  # and is at least this many pixels wide and high at its native resolution
 FIGURE_MAX_TEXT = 10  # characters of text-layer lines inside it: more, and its text is there

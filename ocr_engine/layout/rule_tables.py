@@ -1,6 +1,8 @@
 """Tables drawn with horizontal rules alone (the booktabs style of papers and reports): a stack
 of rules of one width holds the table; its rows lie between the rules (or on the text lines of a
-band where the first column labels several), its columns between the gutters of the body's words."""
+band where the first column labels several), its columns between the gutters of the body's words.
+And tables ruled between their columns alone, whose rows PyMuPDF's finder reads as one
+(`unstacked_rows`)."""
 
 from __future__ import annotations
 
@@ -174,6 +176,54 @@ def _figure(text: str) -> bool:
 def _stacked_figures(lines: list[list[Word]]) -> bool:
     """Whether two lines or more of a band hold figures: a figure per line is a row per line."""
     return sum(1 for line in lines if any(_figure(w.text) for w in line)) >= 2
+
+
+MIN_STACKED_LINES = 3  # lines every filled cell of a row holds, level, before they are rows
+
+
+def unstacked_rows(rows: Sequence[Sequence[Box | None]], grid: CellWords) -> list[list[Box | None]]:
+    """The rows, each cut into one row per text line where all its filled cells (two or more)
+    hold the same number of lines (`MIN_STACKED_LINES` or more) on the same heights and one of
+    them a figure on each line: a table ruled between its columns and not its rows, which
+    PyMuPDF's finder reads as one tall row (the first row, the headings, stays whole)."""
+    out: list[list[Box | None]] = []
+    for row, (boxes, cells) in enumerate(zip(rows, grid, strict=True)):
+        filled = [cell for cell in cells if cell]
+        levels = [_line_centres(cell) for cell in filled]
+        first = levels[0] if levels else []
+        stacked = (
+            row > 0
+            and len(levels) >= 2
+            and any(_figure_lines(cell) for cell in filled)
+            and len(first) >= MIN_STACKED_LINES
+            and all(
+                len(lv) == len(first)
+                and all(abs(a - b) <= 2.0 for a, b in zip(lv, first, strict=True))
+                for lv in levels
+            )
+        )
+        present = [b for b in boxes if b is not None]
+        if not stacked or not present:
+            out.append(list(boxes))
+            continue
+        cuts = [(a + b) / 2 for a, b in pairwise(first)]
+        edges = [min(b[1] for b in present), *cuts, max(b[3] for b in present)]
+        for top, bottom in pairwise(edges):
+            out.append([None if b is None else (b[0], top, b[2], bottom) for b in boxes])
+    return out
+
+
+def _line_centres(cell: Sequence[Word]) -> list[float]:
+    """The vertical centres of the text lines the words make, top to bottom (raw coordinates)."""
+    return [
+        sum((w.raw[1] + w.raw[3]) / 2 for w in line) / len(line)
+        for line in word_lines(cell, raw=True)
+    ]
+
+
+def _figure_lines(cell: Sequence[Word]) -> bool:
+    """Whether each text line of the cell holds a figure."""
+    return all(any(_figure(w.text) for w in line) for line in word_lines(cell, raw=True))
 
 
 def _cut(rules: list[Rule], y: float, x: float) -> bool:

@@ -102,6 +102,8 @@ def find_tables(
 
 
 def _finder_tables(page: pymupdf.Page, frame: PageFrame, words: Sequence[Word]) -> list[FoundTable]:
+    from ocr_engine.layout.rule_tables import unstacked_rows  # it imports this module
+
     found: list[FoundTable] = []
     tables = page.find_tables(use_layout=False).tables
     if not tables:
@@ -109,8 +111,12 @@ def _finder_tables(page: pymupdf.Page, frame: PageFrame, words: Sequence[Word]) 
     page_area = frame.rect.width * frame.rect.height
     taken: set[WordKey] = set()  # the finder's tables may overlap: a word goes to the first
     for table in tables:
+        free = [w for w in words if w.key not in taken]
         rows = [row.cells for row in table.rows]
-        grid = cell_words(rows, [w for w in words if w.key not in taken])
+        grid = cell_words(rows, free)
+        rows = unstacked_rows(rows, grid)
+        if len(rows) > len(table.rows):
+            grid = cell_words(rows, free)
         if cuts_running_text(grid):
             continue
         converted = convert_table(rows, cell_texts(grid), frame)
