@@ -196,6 +196,23 @@ def test_a_table_whose_first_row_is_figures_has_no_header() -> None:
     ]
 
 
+def test_headings_that_number_what_they_name_head_their_columns() -> None:
+    """"Rung 1", "Layer 2": a number after a word names a column; a row whose figures stand in
+    cells of their own ("| Apples | 12 |") is still a row."""
+    chunk = rows_chunk(
+        [
+            "| | Total | Rung 1 | Rung 2 |",
+            "| Samples | 10,560 | 3,288 | 3,984 |",
+            "| Nodes per graph | 3.54 | 3.41 | 3.55 |",
+        ]
+    )
+    texts = [c.text for c in table_cells(chunk)]
+    assert "Samples, Rung 1: 3,288" in texts
+    assert "Nodes per graph, Total: 3.54" in texts
+    fruit = rows_chunk(["| Apples | 12 | 14 |", "| Pears | 7 | 9 |"])
+    assert "Apples: 12" in [c.text for c in table_cells(fruit)]
+
+
 def test_a_blank_row_is_no_header_separator() -> None:
     """A row of empty cells (a spacer between a statement's blocks) is a blank row: the rows
     above it stay rows with their own labels, not headings over the rows below it."""

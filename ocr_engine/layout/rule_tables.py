@@ -25,6 +25,7 @@ from ocr_engine.layout.tables import (
 )
 from ocr_engine.layout.textlayer import PageFrame, Word, WordKey, word_lines
 from ocr_engine.layout.unruled_tables import NUMERIC_RE, YEAR_RE
+from ocr_engine.numbering import numbers_a_name
 
 RULE_SLACK = 2.0  # points: the rules of one table end this close to each other
 MIN_RULE_WIDTH = 60.0  # points: shorter strokes underline words, they do not rule tables
@@ -286,11 +287,7 @@ def _headed(table: FoundTable) -> bool:
     or runs long; a statement's rules under its totals put rows of figures first)."""
     heads = [c.text.split() for c in table.cells if c.row == 0 and c.text]
     short = all(len(h) <= MAX_HEAD_WORDS for h in heads)
-    figures = any(
-        _figure(t) and not (i and t.isdigit() and len(t) <= 2 and h[i - 1].isalpha())
-        for h in heads
-        for i, t in enumerate(h)
-    )
+    figures = any(_figure(t) and not numbers_a_name(h, i) for h in heads for i, t in enumerate(h))
     return len(heads) >= 2 and short and not figures
 
 

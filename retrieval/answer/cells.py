@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ocr_engine.numbering import numbers_a_name
 from retrieval.answer.dates import DAY_OF_MONTH, periods
 from retrieval.schema import Chunk
 from retrieval.table_rows import holds_a_period_alone, is_period_row, is_table_row, split_row
@@ -74,8 +75,13 @@ def _is_separator(cells: list[str]) -> bool:
 
 
 def _is_header_row(cells: list[str]) -> bool:
-    """No figure but dates and periods: a row of column headings ("2-hop", "GPT-4" are names)."""
-    return not any(_NUMERIC.match(t) for t in _PERIOD_NUMBERS.sub("", " ".join(cells)).split())
+    """No figure but dates, periods and names' numbers: a row of column headings ("2-hop",
+    "GPT-4", "Rung 1" are names)."""
+    for cell in cells:
+        words = _PERIOD_NUMBERS.sub("", cell).split()
+        if any(_NUMERIC.match(t) and not numbers_a_name(words, i) for i, t in enumerate(words)):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
