@@ -197,8 +197,8 @@ def test_a_table_whose_first_row_is_figures_has_no_header() -> None:
 
 
 def test_headings_that_number_what_they_name_head_their_columns() -> None:
-    """"Rung 1", "Layer 2": a number after a word names a column; a row whose figures stand in
-    cells of their own ("| Apples | 12 |") is still a row."""
+    """A number right after a word names a column ("Rung 1", "Layer 2"); a row whose figures
+    stand in cells of their own ("| Apples | 12 |") is still a row."""
     chunk = rows_chunk(
         [
             "| | Total | Rung 1 | Rung 2 |",
