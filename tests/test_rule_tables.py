@@ -88,7 +88,7 @@ def test_a_table_ruled_between_groups_of_rows_reads_a_row_per_group() -> None:
 
 
 def test_headings_that_number_what_they_name_head_a_table() -> None:
-    """ "Rung 1", "Layer 2": a word's number is a heading's, not a row of figures."""
+    """A word's number is a heading's ("Rung 1", "Layer 2"), not a row of figures."""
     doc, page = _headed_page(("Measure", "Rung 1", "Rung 2", "Rung 3"))
     rows = [("Samples", "3,160", "3,160", "3,792"), ("Words per sample", "73.4", "77.0", "90.4")]
     for i, cells in enumerate(rows):
