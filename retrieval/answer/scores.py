@@ -83,8 +83,8 @@ def _dense(
     (The floor keeps a sentence merely alike in meaning from outvoting one with the question's
     rare terms, such as a name.) Table cells have a pool of their own, half as large, so that the
     many cells of a table do not crowd the sentences out; a cell where measure and period `meet`
-    is scored whatever its rank. Also the best similarity of a candidate's own text (0.0 for no
-    sentence)."""
+    is scored whatever its rank. Also the best similarity of a candidate's own text, candidates
+    that write only part of the question left out (`_echoes`; 0.0 for none)."""
     floor = _DENSE_FLOOR * max(lexical, default=0.0)
     ranked = sorted(range(len(sentences)), key=lambda i: -lexical[i])
     texts_first = [i for i in ranked if sentences[i].cell is None][:pool]
